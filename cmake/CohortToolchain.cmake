@@ -1,0 +1,15 @@
+# Compiler settings shared by every target: ccache when present, warnings, and the
+# RelWithDebInfo optimisation level the benchmarks assume.
+
+find_program(COHORT_CCACHE ccache)
+if(COHORT_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER "${COHORT_CCACHE}")
+  set(CMAKE_CXX_COMPILER_LAUNCHER "${COHORT_CCACHE}")
+  set(CMAKE_CUDA_COMPILER_LAUNCHER "${COHORT_CCACHE}")
+endif()
+
+set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG")
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+
+# Every target's headers are included from the repository root: "common/address.h".
+include_directories(${PROJECT_SOURCE_DIR})

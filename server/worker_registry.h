@@ -1,0 +1,81 @@
+#pragma once
+
+// WorkerRegistry: the coordinator's record of agents and their leases.
+//
+// Contract (see proto/cohort/v1/worker_service.proto for the protocol):
+// - Register grants a lease of `lease_ttl` to an agent under its name. A name whose
+//   lease is live from another agent instance is refused with ALREADY_EXISTS.
+// - Heartbeat renews a lease; an unknown or expired lease answers NOT_FOUND, telling
+//   the agent to register again.
+// - A lease that is not renewed within `lease_ttl` expires: the worker becomes LOST.
+//   ExpireLeases() does this; the coordinator calls it periodically, and every query
+//   calls it first so no answer shows a stale ALIVE.
+// - Deregister ends a lease cleanly: the worker becomes LEFT.
+// Leases live in memory only: they belong to one coordinator process. Worker records
+// (name, address, resources, state, times) are written to the database before a call
+// returns, so a restarted coordinator lists every worker it knew, as LOST until each
+// registers again.
+//
+// Thread safety: all methods may be called from any thread.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cohort/v1/worker_service.pb.h"
+#include "common/clock.h"
+#include "server/database.h"
+
+namespace cohort::server {
+
+class WorkerRegistry {
+ public:
+  struct Options {
+    absl::Duration lease_ttl = absl::Seconds(10);
+  };
+
+  // Loads the known workers from `db`; those that were ALIVE become LOST (their leases
+  // died with the previous coordinator). `db` and `clock` must outlive the registry.
+  static absl::StatusOr<std::unique_ptr<WorkerRegistry>> Create(Database* db, Clock* clock,
+                                                                Options options);
+
+  absl::StatusOr<v1::RegisterResponse> Register(const v1::RegisterRequest& request);
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(const v1::HeartbeatRequest& request);
+  absl::Status Deregister(const v1::DeregisterRequest& request);
+
+  // Marks every worker whose lease has expired LOST. Returns the names it marked.
+  std::vector<std::string> ExpireLeases();
+
+  // Every known worker in `states` (all when empty), ordered by name.
+  std::vector<v1::WorkerInfo> List(const std::vector<v1::WorkerState>& states = {});
+
+ private:
+  struct Entry {
+    v1::WorkerInfo info;
+    std::string instance_id;
+    std::string lease_id;  // empty when no lease is held
+    absl::Time expires;
+  };
+
+  WorkerRegistry(Database* db, Clock* clock, Options options)
+      : db_(db), clock_(clock), options_(options) {}
+  absl::Status Load();
+  absl::Status Persist(const Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  std::vector<std::string> ExpireLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finds the live entry holding `lease_id`, or null.
+  Entry* FindLease(const std::string& lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  Database* const db_;
+  Clock* const clock_;
+  const Options options_;
+
+  absl::Mutex mu_;
+  std::map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);        // by name
+  std::map<std::string, std::string> leases_ ABSL_GUARDED_BY(mu_);   // lease id -> name
+};
+
+}  // namespace cohort::server
