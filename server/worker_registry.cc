@@ -8,22 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/names.h"
 #include "proto/time_convert.h"
 
 namespace cohort::server {
 namespace {
-
-bool ValidWorkerName(const std::string& name) {
-  if (name.empty() || name.size() > 63 || !std::isalnum(static_cast<unsigned char>(name[0]))) {
-    return false;
-  }
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string NewLeaseId() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -31,12 +20,7 @@ std::string NewLeaseId() {
 }
 
 absl::Status CheckRequest(const v1::RegisterRequest& r) {
-  if (!ValidWorkerName(r.name())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "name: '", r.name(),
-        "' is not a valid worker name (1-63 letters, digits, '.', '-', '_'; starting with a "
-        "letter or digit)"));
-  }
+  if (absl::Status s = CheckName(r.name(), "name"); !s.ok()) return s;
   if (r.instance_id().empty()) return absl::InvalidArgumentError("instance_id: must be set");
   if (r.address().empty()) return absl::InvalidArgumentError("address: must be set");
   if (r.resources().cpu_slots() < 0) {

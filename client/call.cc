@@ -1,0 +1,28 @@
+#include "client/call.h"
+
+#include <cstdio>
+
+#include "client/exit_codes.h"
+
+namespace cohort::client {
+
+std::unique_ptr<grpc::ClientContext> NewCallContext(const Connection& connection) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() +
+                        absl::ToChronoMilliseconds(connection.timeout));
+  return context;
+}
+
+int ReportCallError(const Connection& connection, const grpc::Status& status) {
+  bool unreachable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                     status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+  if (unreachable) {
+    std::fprintf(stderr, "cohort: error: cannot reach the coordinator at %s (%s)\n",
+                 connection.coordinator.ToString().c_str(), status.error_message().c_str());
+    return kExitUnreachable;
+  }
+  std::fprintf(stderr, "cohort: error: %s\n", status.error_message().c_str());
+  return kExitFailed;
+}
+
+}  // namespace cohort::client

@@ -1,0 +1,29 @@
+#pragma once
+
+// How the client talks to the coordinator: every call carries a deadline, and a failed
+// call becomes one line on stderr and an exit code (client/exit_codes.h).
+
+#include <grpcpp/client_context.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "common/address.h"
+#include "grpcpp/support/status.h"
+
+namespace cohort::client {
+
+struct Connection {
+  HostPort coordinator;
+  absl::Duration timeout = absl::Seconds(5);
+};
+
+// A context whose deadline is `timeout` from now.
+std::unique_ptr<grpc::ClientContext> NewCallContext(const Connection& connection);
+
+// Prints "cohort: error: ..." for a failed call and returns the exit code:
+// kExitUnreachable when the coordinator could not be reached in time, else kExitFailed.
+int ReportCallError(const Connection& connection, const grpc::Status& status);
+
+}  // namespace cohort::client

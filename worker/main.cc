@@ -1,0 +1,98 @@
+// cohort-worker: the node agent. See worker/agent/agent.h.
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "common/address.h"
+#include "common/logging.h"
+#include "common/names.h"
+#include "common/signals.h"
+#include "common/version.h"
+#include "worker/agent/agent.h"
+#include "worker/trainer/devices.h"
+
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::fprintf(stderr, "cohort-worker: error: %s\n", std::string(status.message()).c_str());
+  return 1;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "worker";
+  return name;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  cohort::BlockTerminationSignals();
+
+  CLI::App app{"cohort-worker: the Cohort node agent"};
+  const char* env_coordinator = std::getenv("COHORT_COORDINATOR");
+  std::string coordinator = env_coordinator ? env_coordinator : "";
+  std::string name = HostName();
+  int slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string advertise;
+  std::string log_level = "info";
+  app.add_option("--coordinator", coordinator, "coordinator HOST:PORT (env COHORT_COORDINATOR)");
+  app.add_option("--name", name, "worker name, unique in the cluster")->capture_default_str();
+  app.add_option("--slots", slots, "CPU slots (ranks) this worker offers")
+      ->check(CLI::Range(0, 4096))
+      ->capture_default_str();
+  app.add_option("--advertise-address", advertise,
+                 "address other workers reach this one at (default: the local address that "
+                 "routes to the coordinator)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.set_version_flag("--version", cohort::kVersion);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  if (coordinator.empty()) {
+    std::fprintf(stderr, "cohort-worker: error: --coordinator (or COHORT_COORDINATOR) is required\n");
+    return 2;
+  }
+  absl::StatusOr<cohort::HostPort> address = cohort::ParseHostPort(coordinator);
+  if (!address.ok()) return Fail(address.status());
+  if (absl::Status s = cohort::CheckName(name, "--name"); !s.ok()) return Fail(s);
+  if (absl::Status s = cohort::InitLogging("agent", log_level); !s.ok()) return Fail(s);
+
+  cohort::agent::AgentOptions options;
+  options.coordinator = *address;
+  options.name = name;
+  options.cpu_slots = slots;
+  options.advertise_address =
+      advertise.empty() ? cohort::agent::LocalAddressToward(*address) : advertise;
+  for (const auto& gpu : cohort::trainer::CudaDevices()) {
+    cohort::v1::GpuInfo info;
+    info.set_index(gpu.index);
+    info.set_name(gpu.name);
+    info.set_memory_bytes(gpu.memory_bytes);
+    options.gpus.push_back(info);
+  }
+  spdlog::info("cohort-worker {} ({}), {} GPUs", cohort::kVersion,
+               cohort::trainer::TorchDescription(), options.gpus.size());
+
+  cohort::agent::Agent agent(options);
+  // The signal thread only ever stops the agent; it is detached because a fatal agent
+  // error ends the process while it still waits.
+  std::thread([&agent] {
+    int sig = cohort::WaitForTerminationSignal();
+    spdlog::info("received signal {}", sig);
+    agent.Stop();
+  }).detach();
+  absl::Status status = agent.Run();
+  if (!status.ok()) return Fail(status);
+  spdlog::info("stopped");
+  return 0;
+}
