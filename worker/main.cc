@@ -16,6 +16,7 @@
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/trainer/devices.h"
+#include "worker/trainer/train_command.h"
 
 namespace {
 
@@ -35,7 +36,7 @@ std::string HostName() {
 int main(int argc, char** argv) {
   cohort::BlockTerminationSignals();
 
-  CLI::App app{"cohort-worker: the Cohort node agent"};
+  CLI::App app{"cohort-worker: the Cohort node agent (and, with `train`, one rank of a job)"};
   const char* env_coordinator = std::getenv("COHORT_COORDINATOR");
   std::string coordinator = env_coordinator ? env_coordinator : "";
   std::string name = HostName();
@@ -52,12 +53,16 @@ int main(int argc, char** argv) {
                  "routes to the coordinator)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", cohort::kVersion);
+  app.require_subcommand(0, 1);
+  cohort::trainer::TrainCommand train;
+  CLI::App* train_app = cohort::trainer::AddTrainCommand(app, train);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  if (train_app->parsed()) return cohort::trainer::RunTrainCommand(train);
   if (coordinator.empty()) {
     std::fprintf(stderr, "cohort-worker: error: --coordinator (or COHORT_COORDINATOR) is required\n");
     return 2;

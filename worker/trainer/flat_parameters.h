@@ -1,0 +1,43 @@
+#pragma once
+
+// FlatParameters: the trainable variables of a model as views into one flat float32
+// buffer, and their gradients as views into another (PyTorch DDP's
+// gradient_as_bucket_view). Autograd accumulates each gradient in place into its view,
+// so a bucket of the gradient buffer can be all-reduced without copying, and the
+// optimizer updates every variable with a handful of vectorized operations.
+//
+// The variables are laid out in the order given, which the trainer chooses to be the
+// order their gradients arrive in (the reverse of the forward order).
+
+#include <cstdint>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace cohort::trainer {
+
+class FlatParameters {
+ public:
+  struct Slot {
+    int64_t offset = 0;
+    int64_t numel = 0;
+  };
+
+  // Re-points every tensor in `variables` (leaves with requires_grad) into the flat
+  // buffers, keeping their values. The tensors must outlive this object.
+  explicit FlatParameters(const std::vector<torch::Tensor*>& variables);
+
+  torch::Tensor& data() { return data_; }
+  torch::Tensor& grad() { return grad_; }
+  const std::vector<Slot>& slots() const { return slots_; }
+  int64_t numel() const { return data_.numel(); }
+
+  void ZeroGrad() { grad_.zero_(); }
+
+ private:
+  torch::Tensor data_;
+  torch::Tensor grad_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace cohort::trainer

@@ -1,0 +1,92 @@
+#include "worker/trainer/gradient_reducer.h"
+
+#include <torch/csrc/autograd/function_hook.h>
+
+namespace cohort::trainer {
+namespace {
+
+class ReadyHook final : public torch::autograd::FunctionPostHook {
+ public:
+  explicit ReadyHook(std::function<void()> ready) : ready_(std::move(ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list&) override {
+    ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> ready_;
+};
+
+}  // namespace
+
+GradientReducer::GradientReducer(FlatParameters* flat, const std::vector<torch::Tensor*>& variables,
+                                 collective::Collective* collective, Options options)
+    : flat_(flat), collective_(collective) {
+  const auto& slots = flat->slots();
+  int64_t limit = options.first_bucket_bytes / 4;
+  for (size_t v = 0; v < slots.size(); ++v) {
+    if (buckets_.empty() || (buckets_.back().numel > 0 && buckets_.back().numel + slots[v].numel > limit)) {
+      if (!buckets_.empty()) limit = options.bucket_bytes / 4;
+      buckets_.push_back({slots[v].offset, 0, 0, 0});
+    }
+    buckets_.back().numel += slots[v].numel;
+    buckets_.back().variables += 1;
+    bucket_of_.push_back(static_cast<int>(buckets_.size()) - 1);
+  }
+  if (collective_ == nullptr || collective_->size() == 1) return;
+  for (size_t v = 0; v < variables.size(); ++v) {
+    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(*variables[v]);
+    int index = static_cast<int>(v);
+    acc->add_post_hook(std::make_unique<ReadyHook>([this, index] { OnGradientReady(index); }));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+GradientReducer::~GradientReducer() {
+  // Outstanding operations use the gradient buffer: let them finish first.
+  for (auto& w : works_) w->Wait().IgnoreError();
+}
+
+void GradientReducer::BeginStep() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Bucket& b : buckets_) b.ready = 0;
+  next_to_start_ = 0;
+  works_.clear();
+}
+
+void GradientReducer::OnGradientReady(int variable) {
+  std::lock_guard<std::mutex> lock(mu_);
+  buckets_[bucket_of_[variable]].ready += 1;
+  StartReadyBuckets();
+}
+
+void GradientReducer::StartReadyBuckets() {
+  while (next_to_start_ < static_cast<int>(buckets_.size()) &&
+         buckets_[next_to_start_].ready >= buckets_[next_to_start_].variables) {
+    Bucket& b = buckets_[next_to_start_++];
+    float* data = flat_->grad().data_ptr<float>() + b.offset;
+    // On CUDA the NCCL collective orders itself after the kernels queued on LibTorch's
+    // stream (the legacy default stream), which wrote these gradients.
+    works_.push_back(collective_->StartAllReduce(data, static_cast<size_t>(b.numel)));
+  }
+}
+
+absl::Status GradientReducer::FinishStep() {
+  if (collective_ == nullptr || collective_->size() == 1) return absl::OkStatus();
+  std::vector<std::unique_ptr<collective::Work>> works;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Bucket& b : buckets_) b.ready = b.variables;
+    StartReadyBuckets();
+    works.swap(works_);
+  }
+  absl::Status status = absl::OkStatus();
+  for (auto& w : works) {
+    absl::Status s = w->Wait();
+    if (status.ok() && !s.ok()) status = s;
+  }
+  return status;
+}
+
+}  // namespace cohort::trainer

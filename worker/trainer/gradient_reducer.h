@@ -1,0 +1,72 @@
+#pragma once
+
+// GradientReducer: sums gradients across ranks while backward is still running.
+//
+// The flat gradient buffer (FlatParameters) is cut into buckets at variable
+// boundaries: a small first bucket (gradients arrive first for the last layers, and a
+// small bucket starts communication early), then buckets of about `bucket_bytes`.
+// A post-hook on each variable's gradient accumulator counts arrivals; when every
+// variable of a bucket has its gradient, the bucket's all-reduce is started on the
+// collective's communication thread. Buckets are always started in index order (a
+// complete bucket waits for the ones before it), so every rank issues the same
+// operations in the same order whatever order its hooks fire in.
+//
+// FinishStep() starts what is left (buckets whose variables got no gradient, or all of
+// them on a rank that had no samples this step) and waits for every bucket. With one
+// rank (no collective) nothing is communicated.
+//
+// Threads: hooks may fire on autograd's threads; BeginStep and FinishStep are called by
+// the training thread, outside backward.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "absl/status/status.h"
+#include "worker/trainer/collective/collective.h"
+#include "worker/trainer/flat_parameters.h"
+
+namespace cohort::trainer {
+
+class GradientReducer {
+ public:
+  struct Options {
+    int64_t first_bucket_bytes = 1 << 20;
+    int64_t bucket_bytes = 25 << 20;
+  };
+
+  // `variables` in the flat order of `flat`. All must outlive the reducer.
+  GradientReducer(FlatParameters* flat, const std::vector<torch::Tensor*>& variables,
+                  collective::Collective* collective, Options options);
+  ~GradientReducer();
+
+  void BeginStep();
+  absl::Status FinishStep();
+
+  int bucket_count() const { return static_cast<int>(buckets_.size()); }
+
+ private:
+  struct Bucket {
+    int64_t offset = 0;
+    int64_t numel = 0;
+    int variables = 0;
+    int ready = 0;
+  };
+  void OnGradientReady(int variable);
+  void StartReadyBuckets();  // requires mu_
+
+  FlatParameters* const flat_;
+  collective::Collective* const collective_;
+  std::vector<Bucket> buckets_;
+  std::vector<int> bucket_of_;  // variable -> bucket
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;  // kept alive for the hooks
+
+  std::mutex mu_;
+  int next_to_start_ = 0;
+  std::vector<std::unique_ptr<collective::Work>> works_;
+};
+
+}  // namespace cohort::trainer

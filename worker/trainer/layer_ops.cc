@@ -1,0 +1,200 @@
+#include "worker/trainer/layer_ops.h"
+
+#include <array>
+#include <limits>
+
+namespace cohort::trainer {
+namespace {
+
+using keras::Activation;
+using keras::Padding;
+
+// Padding for one spatial axis: TF/Keras "same" puts the odd extra element after;
+// Conv1D "causal" pads dilation * (k - 1) before.
+std::pair<int64_t, int64_t> AxisPadding(Padding padding, int64_t in, int64_t k, int64_t stride,
+                                        int64_t dilation) {
+  int64_t effective = (k - 1) * dilation + 1;
+  switch (padding) {
+    case Padding::kValid:
+      return {0, 0};
+    case Padding::kCausal:
+      return {effective - 1, 0};
+    case Padding::kSame: {
+      int64_t out = (in + stride - 1) / stride;
+      int64_t total = std::max<int64_t>((out - 1) * stride + effective - in, 0);
+      return {total / 2, total - total / 2};
+    }
+  }
+  return {0, 0};
+}
+
+// Pads the spatial axes of an NC... tensor (channels first, as LibTorch's ops take
+// them) when the padding is asymmetric, and returns the symmetric rest for the op.
+template <int N>
+torch::Tensor PadSpatial(const torch::Tensor& x_cf, Padding padding, const std::array<int64_t, N>& k,
+                         const std::array<int64_t, N>& stride, const std::array<int64_t, N>& dilation,
+                         double value, std::vector<int64_t>* symmetric) {
+  std::vector<int64_t> pads;  // constant_pad_nd wants the last axis first
+  bool asymmetric = false;
+  std::vector<std::pair<int64_t, int64_t>> per_axis;
+  for (int a = 0; a < N; ++a) {
+    per_axis.push_back(AxisPadding(padding, x_cf.size(2 + a), k[a], stride[a], dilation[a]));
+    asymmetric = asymmetric || per_axis.back().first != per_axis.back().second;
+  }
+  symmetric->assign(N, 0);
+  if (!asymmetric) {
+    for (int a = 0; a < N; ++a) (*symmetric)[a] = per_axis[a].first;
+    return x_cf;
+  }
+  for (int a = N - 1; a >= 0; --a) {
+    pads.push_back(per_axis[a].first);
+    pads.push_back(per_axis[a].second);
+  }
+  return torch::constant_pad_nd(x_cf, pads, value);
+}
+
+}  // namespace
+
+torch::Tensor ApplyActivation(const torch::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kLinear: return x;
+    case Activation::kRelu: return torch::relu(x);
+    case Activation::kSigmoid: return torch::sigmoid(x);
+    case Activation::kTanh: return torch::tanh(x);
+    case Activation::kSoftmax: return torch::softmax(x, -1);
+    case Activation::kGelu: return torch::gelu(x);
+    case Activation::kSilu: return torch::silu(x);
+    case Activation::kElu: return torch::elu(x);
+    case Activation::kSelu: return torch::selu(x);
+    case Activation::kSoftplus: return torch::softplus(x);
+    case Activation::kLeakyRelu: return torch::leaky_relu(x, 0.2);
+  }
+  return x;
+}
+
+torch::Tensor Conv1D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     const keras::Conv1DConfig& c) {
+  torch::Tensor cf = x.permute({0, 2, 1});
+  std::vector<int64_t> pad;
+  cf = PadSpatial<1>(cf, c.padding, c.kernel_size, c.strides, c.dilation_rate, 0.0, &pad);
+  torch::Tensor y = torch::conv1d(cf, weight, bias, {c.strides[0]}, pad, {c.dilation_rate[0]}, c.groups);
+  return y.permute({0, 2, 1});
+}
+
+torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     const keras::Conv2DConfig& c) {
+  // A permuted view: NCHW indexing over channels_last memory, no copy.
+  torch::Tensor cf = x.permute({0, 3, 1, 2});
+  std::vector<int64_t> pad;
+  cf = PadSpatial<2>(cf, c.padding, c.kernel_size, c.strides, c.dilation_rate, 0.0, &pad);
+  torch::Tensor y = torch::conv2d(cf, weight, bias, {c.strides[0], c.strides[1]}, pad,
+                                  {c.dilation_rate[0], c.dilation_rate[1]}, c.groups);
+  return y.permute({0, 2, 3, 1});
+}
+
+torch::Tensor MaxPool1D(const torch::Tensor& x, const keras::MaxPooling1DConfig& c) {
+  torch::Tensor cf = x.permute({0, 2, 1});
+  std::vector<int64_t> pad;
+  cf = PadSpatial<1>(cf, c.padding, c.pool_size, c.strides, {1},
+                     -std::numeric_limits<double>::infinity(), &pad);
+  return torch::max_pool1d(cf, {c.pool_size[0]}, {c.strides[0]}, pad).permute({0, 2, 1});
+}
+
+torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c) {
+  torch::Tensor cf = x.permute({0, 3, 1, 2});
+  std::vector<int64_t> pad;
+  cf = PadSpatial<2>(cf, c.padding, c.pool_size, c.strides, {1, 1},
+                     -std::numeric_limits<double>::infinity(), &pad);
+  return torch::max_pool2d(cf, {c.pool_size[0], c.pool_size[1]}, {c.strides[0], c.strides[1]}, pad)
+      .permute({0, 2, 3, 1});
+}
+
+torch::Tensor AvgPool2D(const torch::Tensor& x, const keras::AveragePooling2DConfig& c) {
+  torch::Tensor cf = x.permute({0, 3, 1, 2});
+  std::vector<int64_t> pad;
+  torch::Tensor padded = PadSpatial<2>(cf, c.padding, c.pool_size, c.strides, {1, 1}, 0.0, &pad);
+  std::vector<int64_t> k{c.pool_size[0], c.pool_size[1]}, s{c.strides[0], c.strides[1]};
+  if (padded.sizes() == cf.sizes()) {
+    // Symmetric (or no) padding: LibTorch can leave the padding out of the divisor.
+    return torch::avg_pool2d(cf, k, s, pad, /*ceil_mode=*/false, /*count_include_pad=*/false)
+        .permute({0, 2, 3, 1});
+  }
+  // Asymmetric: average only the real elements, as Keras does.
+  torch::Tensor ones = torch::ones({1, 1, cf.size(2), cf.size(3)}, cf.options());
+  std::vector<int64_t> pads;
+  int64_t dh = padded.size(2) - cf.size(2), dw = padded.size(3) - cf.size(3);
+  pads = {dw / 2, dw - dw / 2, dh / 2, dh - dh / 2};
+  torch::Tensor count = torch::avg_pool2d(torch::constant_pad_nd(ones, pads, 0.0), k, s);
+  return (torch::avg_pool2d(padded, k, s) / count).permute({0, 2, 3, 1});
+}
+
+torch::Tensor KerasReLU(const torch::Tensor& x, const keras::ReLUConfig& c) {
+  torch::Tensor positive = c.threshold == 0.0 ? torch::relu(x)
+                                              : torch::where(x > c.threshold, x, torch::zeros_like(x));
+  if (c.max_value) positive = torch::clamp_max(positive, *c.max_value);
+  if (c.negative_slope == 0.0) return positive;
+  return positive - c.negative_slope * torch::relu(c.threshold - x);
+}
+
+torch::Tensor Dropout(const torch::Tensor& x, const keras::DropoutConfig& c) {
+  if (c.rate <= 0.0) return x;
+  if (!c.noise_shape) return torch::dropout(x, c.rate, /*train=*/true);
+  std::vector<int64_t> shape = *c.noise_shape;
+  for (size_t i = 0; i < shape.size() && i < static_cast<size_t>(x.dim()); ++i) {
+    if (shape[i] == keras::kUnknownDim) shape[i] = x.size(i);
+  }
+  torch::Tensor keep = torch::empty(shape, x.options()).bernoulli_(1.0 - c.rate);
+  return x * keep / (1.0 - c.rate);
+}
+
+torch::Tensor BatchNorm(const torch::Tensor& x, const torch::Tensor& gamma,
+                        const torch::Tensor& beta, torch::Tensor& moving_mean,
+                        torch::Tensor& moving_variance, const keras::BatchNormalizationConfig& c,
+                        bool training) {
+  // LibTorch normalizes over every axis but 1: move the channel axis there (a view).
+  torch::Tensor cf = c.axis == 1 ? x : x.movedim(c.axis, 1);
+  torch::Tensor out;
+  if (training) {
+    // Output and gradients from LibTorch's fused kernel (it normalizes with the biased
+    // variance, as Keras does); the moving statistics are updated here because
+    // LibTorch would keep the unbiased variance.
+    out = torch::batch_norm(cf, gamma, beta, /*running_mean=*/{}, /*running_var=*/{},
+                            /*training=*/true, /*momentum=*/0.0, c.epsilon, /*cudnn=*/true);
+    torch::NoGradGuard no_grad;
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < cf.dim(); ++d) {
+      if (d != 1) dims.push_back(d);
+    }
+    auto [var, mean] = torch::var_mean(cf, dims, /*unbiased=*/false);
+    moving_mean.mul_(c.momentum).add_(mean, 1.0 - c.momentum);
+    moving_variance.mul_(c.momentum).add_(var, 1.0 - c.momentum);
+  } else {
+    out = torch::batch_norm(cf, gamma, beta, moving_mean, moving_variance, /*training=*/false,
+                            0.0, c.epsilon, /*cudnn=*/true);
+  }
+  return c.axis == 1 ? out : out.movedim(1, c.axis);
+}
+
+torch::Tensor LayerNorm(const torch::Tensor& x, const torch::Tensor& gamma,
+                        const torch::Tensor& beta, const keras::LayerNormalizationConfig& c) {
+  bool trailing = true;
+  for (size_t i = 0; i < c.axes.size(); ++i) {
+    trailing = trailing && c.axes[i] == x.dim() - static_cast<int64_t>(c.axes.size() - i);
+  }
+  if (trailing) {
+    std::vector<int64_t> normalized(x.sizes().end() - c.axes.size(), x.sizes().end());
+    return torch::layer_norm(x, normalized, gamma, beta, c.epsilon);
+  }
+  // Other axes: the same formula, by hand; gamma and beta broadcast along the
+  // normalized axes.
+  std::vector<int64_t> dims(c.axes.begin(), c.axes.end());
+  auto [var, mean] = torch::var_mean(x, dims, /*unbiased=*/false, /*keepdim=*/true);
+  torch::Tensor y = (x - mean) * torch::rsqrt(var + c.epsilon);
+  std::vector<int64_t> shape(x.dim(), 1);
+  for (int a : c.axes) shape[a] = x.size(a);
+  if (gamma.defined()) y = y * gamma.reshape(shape);
+  if (beta.defined()) y = y + beta.reshape(shape);
+  return y;
+}
+
+}  // namespace cohort::trainer

@@ -1,0 +1,42 @@
+#pragma once
+
+// Keras layer computations on channels_last LibTorch tensors. Each function takes the
+// batch (N, ...) and returns the batch, differentiable through LibTorch's autograd.
+
+#include <torch/torch.h>
+
+#include "common/keras/model_ir.h"
+
+namespace cohort::trainer {
+
+torch::Tensor ApplyActivation(const torch::Tensor& x, keras::Activation activation);
+
+// Conv1D / Conv2D on (N, T, C) / (N, H, W, C). `weight` is LibTorch's
+// (filters, in/groups, k...); `bias` may be undefined.
+torch::Tensor Conv1D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     const keras::Conv1DConfig& c);
+torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                     const keras::Conv2DConfig& c);
+
+torch::Tensor MaxPool1D(const torch::Tensor& x, const keras::MaxPooling1DConfig& c);
+torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c);
+torch::Tensor AvgPool2D(const torch::Tensor& x, const keras::AveragePooling2DConfig& c);
+
+torch::Tensor KerasReLU(const torch::Tensor& x, const keras::ReLUConfig& c);
+
+// Dropout with Keras' noise_shape semantics (kUnknownDim entries take x's size).
+torch::Tensor Dropout(const torch::Tensor& x, const keras::DropoutConfig& c);
+
+// BatchNormalization over every axis but `c.axis`. In training mode (and when the
+// layer is trainable) normalizes with the batch statistics and updates the moving
+// ones in place: moving = moving * momentum + batch * (1 - momentum), with the biased
+// batch variance, as Keras does. gamma/beta may be undefined (scale/center false).
+torch::Tensor BatchNorm(const torch::Tensor& x, const torch::Tensor& gamma,
+                        const torch::Tensor& beta, torch::Tensor& moving_mean,
+                        torch::Tensor& moving_variance, const keras::BatchNormalizationConfig& c,
+                        bool training);
+
+torch::Tensor LayerNorm(const torch::Tensor& x, const torch::Tensor& gamma,
+                        const torch::Tensor& beta, const keras::LayerNormalizationConfig& c);
+
+}  // namespace cohort::trainer

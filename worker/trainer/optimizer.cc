@@ -1,0 +1,144 @@
+#include "worker/trainer/optimizer.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace cohort::trainer {
+namespace {
+
+using keras::OptimizerKind;
+
+int SlotCount(const keras::OptimizerConfig& c) {
+  switch (c.kind) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW:
+      return c.amsgrad ? 3 : 2;
+    case OptimizerKind::kSgd:
+      return c.momentum != 0.0 ? 1 : 0;
+    case OptimizerKind::kRmsprop:
+      return 1 + (c.momentum > 0 ? 1 : 0) + (c.centered ? 1 : 0);
+    case OptimizerKind::kAdagrad:
+      return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Optimizer::Optimizer(keras::OptimizerConfig config, const FlatParameters& params)
+    : config_(std::move(config)) {
+  const torch::Tensor& data = const_cast<FlatParameters&>(params).data();
+  for (int i = 0; i < SlotCount(config_); ++i) {
+    bool accumulator = config_.kind == OptimizerKind::kAdagrad;
+    slots_.push_back(accumulator ? torch::full_like(data, config_.initial_accumulator_value)
+                                 : torch::zeros_like(data));
+  }
+}
+
+void Optimizer::ClipGradients(FlatParameters& params) {
+  torch::Tensor& g = params.grad();
+  if (config_.clipvalue) g.clamp_(-*config_.clipvalue, *config_.clipvalue);
+  if (config_.clipnorm) {
+    for (const auto& s : params.slots()) {
+      torch::Tensor v = g.narrow(0, s.offset, s.numel);
+      double norm = v.norm().item<double>();
+      if (norm > *config_.clipnorm) v.mul_(*config_.clipnorm / norm);
+    }
+  }
+  if (config_.global_clipnorm) {
+    double norm = g.norm().item<double>();
+    if (norm > *config_.global_clipnorm) g.mul_(*config_.global_clipnorm / norm);
+  }
+}
+
+void Optimizer::Step(FlatParameters& params) {
+  torch::NoGradGuard no_grad;
+  ClipGradients(params);
+  torch::Tensor& var = params.data();
+  const torch::Tensor& g = params.grad();
+  const double lr = learning_rate();
+  if (config_.weight_decay > 0) var.mul_(1.0 - config_.weight_decay * lr);
+  const double t = static_cast<double>(iterations_ + 1);
+  switch (config_.kind) {
+    case OptimizerKind::kAdam:
+    case OptimizerKind::kAdamW: {
+      torch::Tensor& m = slots_[0];
+      torch::Tensor& v = slots_[1];
+      double alpha = lr * std::sqrt(1 - std::pow(config_.beta_2, t)) /
+                     (1 - std::pow(config_.beta_1, t));
+      m.lerp_(g, 1 - config_.beta_1);
+      v.mul_(config_.beta_2).addcmul_(g, g, 1 - config_.beta_2);
+      const torch::Tensor* denom_src = &v;
+      if (config_.amsgrad) {
+        torch::max_out(slots_[2], slots_[2], v);
+        denom_src = &slots_[2];
+      }
+      var.addcdiv_(m, denom_src->sqrt().add_(config_.epsilon), -alpha);
+      break;
+    }
+    case OptimizerKind::kSgd: {
+      if (config_.momentum == 0.0) {
+        var.add_(g, -lr);
+        break;
+      }
+      torch::Tensor& m = slots_[0];
+      m.mul_(config_.momentum).add_(g, -lr);
+      if (config_.nesterov) {
+        var.add_(m, config_.momentum).add_(g, -lr);
+      } else {
+        var.add_(m);
+      }
+      break;
+    }
+    case OptimizerKind::kRmsprop: {
+      torch::Tensor& velocity = slots_[0];
+      velocity.mul_(config_.rho).addcmul_(g, g, 1 - config_.rho);
+      torch::Tensor denominator;
+      if (config_.centered) {
+        torch::Tensor& average = slots_.back();
+        average.mul_(config_.rho).add_(g, 1 - config_.rho);
+        denominator = velocity - average.square() + config_.epsilon;
+      } else {
+        denominator = velocity + config_.epsilon;
+      }
+      torch::Tensor increment = g * denominator.rsqrt_() * lr;
+      if (config_.momentum > 0) {
+        torch::Tensor& momentum = slots_[1];
+        momentum.mul_(config_.momentum).add_(increment);
+        var.sub_(momentum);
+      } else {
+        var.sub_(increment);
+      }
+      break;
+    }
+    case OptimizerKind::kAdagrad: {
+      torch::Tensor& accumulator = slots_[0];
+      accumulator.addcmul_(g, g);
+      var.addcdiv_(g, (accumulator + config_.epsilon).sqrt_(), -lr);
+      break;
+    }
+  }
+  ++iterations_;
+}
+
+std::vector<torch::Tensor> Optimizer::State() const { return slots_; }
+
+absl::Status Optimizer::Restore(int64_t iterations, const std::vector<torch::Tensor>& state) {
+  if (state.size() != slots_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint has ", state.size(),
+                                                   " optimizer slots, the optimizer has ",
+                                                   slots_.size()));
+  }
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (state[i].numel() != slots_[i].numel()) {
+      return absl::InvalidArgumentError("checkpoint optimizer state does not match the model");
+    }
+    slots_[i].copy_(state[i].reshape(slots_[i].sizes()));
+  }
+  iterations_ = iterations;
+  return absl::OkStatus();
+}
+
+}  // namespace cohort::trainer

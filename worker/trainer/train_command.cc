@@ -1,0 +1,87 @@
+#include "worker/trainer/train_command.h"
+
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/duration.h"
+#include "common/job/job_spec_yaml.h"
+#include "common/logging.h"
+#include "worker/trainer/collective/file_store.h"
+#include "worker/trainer/trainer.h"
+
+namespace cohort::trainer {
+namespace {
+
+int Fail(int code, const absl::Status& status) {
+  std::fprintf(stderr, "cohort-worker train: error: %s\n", std::string(status.message()).c_str());
+  return code;
+}
+
+}  // namespace
+
+CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
+  CLI::App* train = app.add_subcommand("train", "run one rank of a job, without a coordinator");
+  train->add_option("job", c.job_path, "the job spec (YAML, docs/job-spec.md)")->required();
+  train->add_option("--rank", c.rank, "this process's rank")->check(CLI::NonNegativeNumber);
+  train->add_option("--world", c.world, "the number of ranks")->check(CLI::PositiveNumber);
+  train->add_option("--rendezvous", c.rendezvous,
+                    "file://DIR shared by the ranks (needed when --world > 1)");
+  train->add_option("--out", c.out_dir, "where rank 0 writes model.keras, history.json, checkpoints")
+      ->required();
+  train->add_option("--device", c.device, "cpu or cuda (default: the job's)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  train->add_flag("--resume", c.resume, "continue from the latest checkpoint in --out");
+  train->add_option("--threads", c.threads, "LibTorch threads (default: cores / ranks)")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--collective-timeout", c.collective_timeout,
+                    "a rank that makes no progress for this long fails the run")
+      ->capture_default_str();
+  train->add_option("--hostname", c.hostname, "address this rank's Gloo listens on")
+      ->capture_default_str();
+  return train;
+}
+
+int RunTrainCommand(const TrainCommand& c) {
+  if (c.rank >= c.world) {
+    return Fail(2, absl::InvalidArgumentError(
+                       absl::StrCat("--rank ", c.rank, " must be below --world ", c.world)));
+  }
+  absl::StatusOr<absl::Duration> timeout =
+      ParsePositiveDuration(c.collective_timeout, "--collective-timeout");
+  if (!timeout.ok()) return Fail(2, timeout.status());
+  absl::StatusOr<job::JobSpec> spec = job::LoadJobSpec(c.job_path);
+  if (!spec.ok()) return Fail(1, absl::Status(spec.status().code(),
+                                              absl::StrCat(c.job_path, ": ", spec.status().message())));
+  if (absl::Status s = InitLogging(absl::StrCat("rank", c.rank), "info"); !s.ok()) return Fail(1, s);
+
+  TrainOptions options;
+  options.spec = std::move(*spec);
+  options.rank = c.rank;
+  options.world = c.world;
+  options.out_dir = c.out_dir;
+  options.resume = c.resume;
+  options.threads = c.threads;
+  options.collective_timeout = *timeout;
+  options.hostname = c.hostname;
+  options.device = c.device.empty() ? options.spec.resources.device
+                   : c.device == "cuda"  ? job::Device::kCuda
+                                         : job::Device::kCpu;
+  std::unique_ptr<collective::FileStore> store;
+  if (c.world > 1) {
+    if (!absl::StartsWith(c.rendezvous, "file://") || c.rendezvous.size() <= 7) {
+      return Fail(2, absl::InvalidArgumentError(
+                         "--rendezvous: give file://DIR, a directory every rank can reach"));
+    }
+    absl::StatusOr<std::unique_ptr<collective::FileStore>> opened =
+        collective::FileStore::Open(c.rendezvous.substr(7));
+    if (!opened.ok()) return Fail(1, opened.status());
+    store = std::move(*opened);
+    options.store = store.get();
+  }
+  absl::Status status = Train(options);
+  if (!status.ok()) return Fail(1, status);
+  return 0;
+}
+
+}  // namespace cohort::trainer

@@ -1,0 +1,442 @@
+#include "worker/trainer/trainer.h"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/job/compile_overrides.h"
+#include "common/logging.h"
+#include "worker/trainer/batch_plan.h"
+#include "worker/trainer/checkpoint.h"
+#include "worker/trainer/collective/gloo_collective.h"
+#include "worker/trainer/collective/prefix_store.h"
+#include "worker/trainer/dataset.h"
+#include "worker/trainer/events.h"
+#include "worker/trainer/flat_parameters.h"
+#include "worker/trainer/gradient_reducer.h"
+#include "worker/trainer/keras_file.h"
+#include "worker/trainer/keras_model.h"
+#include "worker/trainer/losses.h"
+#include "worker/trainer/optimizer.h"
+#if COHORT_HAVE_NCCL
+#include "worker/trainer/collective/nccl_collective.h"
+#endif
+
+namespace cohort::trainer {
+namespace {
+
+// Keras files Cohort writes say they are Keras 3 files when the input did not say
+// which Keras made it (a to_json() config).
+constexpr char kDefaultKerasVersion[] = "3.0.0";
+
+// Sums over an epoch (or a validation pass), reduced across ranks at its end:
+// [loss * rows, rows, metric sums..., metric counts...].
+class Totals {
+ public:
+  explicit Totals(size_t metrics) : values_(2 + 2 * metrics, 0.0) {}
+  void AddLoss(double row_loss_sum, int64_t rows) {
+    values_[0] += row_loss_sum;
+    values_[1] += static_cast<double>(rows);
+  }
+  void AddMetric(size_t i, double sum, int64_t count) {
+    values_[2 + 2 * i] += sum;
+    values_[3 + 2 * i] += static_cast<double>(count);
+  }
+  double loss() const { return values_[1] > 0 ? values_[0] / values_[1] : 0.0; }
+  double metric(size_t i) const {
+    return values_[3 + 2 * i] > 0 ? values_[2 + 2 * i] / values_[3 + 2 * i] : 0.0;
+  }
+  int64_t rows() const { return static_cast<int64_t>(values_[1]); }
+  absl::Status Reduce(collective::Collective* c) {
+    if (c == nullptr) return absl::OkStatus();
+    // float32 on the wire; sums of per-row values stay exact enough (and counts exact
+    // to 2^24 rows per rank and epoch), the division happens in double here.
+    std::vector<float> f(values_.begin(), values_.end());
+    if (absl::Status s = c->AllReduce(f.data(), f.size()); !s.ok()) return s;
+    values_.assign(f.begin(), f.end());
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<double> values_;
+};
+
+uint64_t Mix(uint64_t a, uint64_t b) {
+  uint64_t h = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdULL;
+  return h ^ (h >> 33);
+}
+
+class Run {
+ public:
+  explicit Run(const TrainOptions& options) : o_(options), events_(options.events) {}
+  absl::Status Execute();
+
+ private:
+  absl::Status Setup();
+  absl::Status Connect();
+  absl::Status SyncState();
+  absl::Status Resume();
+  absl::Status TrainEpoch(int epoch, nlohmann::json* logs);
+  absl::Status Validate(nlohmann::json* logs);
+  absl::Status Checkpoint(int epochs_done);
+  absl::Status WriteOutputs();
+  void AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y);
+  bool leader() const { return o_.rank == 0; }
+
+  const TrainOptions& o_;
+  EventWriter events_;
+  torch::Device device_{torch::kCPU};
+  KerasModelFile file_;
+  keras::CompileConfig compile_;
+  std::vector<keras::MetricConfig> metrics_;
+  std::unique_ptr<Dataset> data_;
+  std::unique_ptr<KerasModel> model_;
+  std::vector<torch::Tensor*> trainable_;  // flat order
+  std::unique_ptr<FlatParameters> flat_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<collective::PrefixStore> store_;
+  std::unique_ptr<collective::Collective> collective_;
+  std::unique_ptr<GradientReducer> reducer_;
+  int first_epoch_ = 0;
+  nlohmann::json history_ = nlohmann::json::object();
+};
+
+absl::Status Run::Setup() {
+  const job::JobSpec& spec = o_.spec;
+  if (spec.fit.batch_size % o_.world != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("fit.batch_size: ", spec.fit.batch_size,
+                                                   " is not divisible by the ", o_.world,
+                                                   " ranks"));
+  }
+  if (o_.device == job::Device::kCuda) {
+    if (!torch::cuda::is_available()) {
+      return absl::FailedPreconditionError(
+          "resources.device: cuda was asked for, but LibTorch here sees no CUDA device");
+    }
+    device_ = torch::Device(torch::kCUDA,
+                            static_cast<int8_t>(o_.rank % torch::cuda::device_count()));
+  }
+  int threads = o_.threads;
+  if (threads <= 0) {
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o_.world);
+  }
+  torch::set_num_threads(threads);
+
+  absl::StatusOr<KerasModelFile> file = LoadKerasModel(spec.model.path);
+  if (!file.ok()) return file.status();
+  file_ = std::move(*file);
+  absl::StatusOr<keras::CompileConfig> compile = job::ResolveCompile(file_.ir.compile, spec.compile);
+  if (!compile.ok()) return compile.status();
+  compile_ = std::move(*compile);
+
+  absl::StatusOr<std::unique_ptr<Dataset>> data = Dataset::Open(spec.data, file_.ir, *compile_.loss);
+  if (!data.ok()) return data.status();
+  data_ = std::move(*data);
+  // "accuracy" means what Keras makes of it for these shapes.
+  for (const keras::MetricConfig& m : compile_.metrics) {
+    metrics_.push_back(keras::ResolveMetric(m, data_->y_row_shape(), file_.ir.output().output_shape));
+  }
+
+  absl::StatusOr<std::unique_ptr<KerasModel>> model =
+      KerasModel::Create(file_.ir, device_, spec.fit.seed);
+  if (!model.ok()) return model.status();
+  model_ = std::move(*model);
+  if (file_.weights) {
+    if (absl::Status s = model_->LoadWeights(*file_.weights); !s.ok()) return s;
+  }
+  // Gradients arrive last layer first: lay the flat buffer out in that order.
+  for (auto it = model_->variables().rbegin(); it != model_->variables().rend(); ++it) {
+    if (it->trainable) trainable_.push_back(&it->value);
+  }
+  flat_ = std::make_unique<FlatParameters>(trainable_);
+  optimizer_ = std::make_unique<Optimizer>(compile_.optimizer, *flat_);
+  return absl::OkStatus();
+}
+
+absl::Status Run::Connect() {
+  if (o_.world == 1) return absl::OkStatus();
+  if (o_.store == nullptr) return absl::InvalidArgumentError("a rendezvous store is required");
+  store_ = std::make_unique<collective::PrefixStore>(o_.rendezvous_prefix, o_.store);
+  absl::StatusOr<std::unique_ptr<collective::Collective>> c;
+  if (device_.is_cuda()) {
+#if COHORT_HAVE_NCCL
+    collective::NcclOptions n;
+    n.rank = o_.rank;
+    n.size = o_.world;
+    n.device = device_.index();
+    n.timeout = o_.collective_timeout;
+    c = collective::CreateNcclCollective(n, store_.get());
+#else
+    return absl::FailedPreconditionError("this cohort-worker was built without NCCL");
+#endif
+  } else {
+    collective::GlooOptions g;
+    g.rank = o_.rank;
+    g.size = o_.world;
+    g.timeout = o_.collective_timeout;
+    g.hostname = o_.hostname;
+    c = collective::CreateGlooCollective(g, store_.get());
+  }
+  if (!c.ok()) return c.status();
+  collective_ = std::move(*c);
+  reducer_ = std::make_unique<GradientReducer>(flat_.get(), trainable_, collective_.get(),
+                                              GradientReducer::Options());
+  return absl::OkStatus();
+}
+
+// Rank 0's state (initial weights, or what it resumed) becomes every rank's.
+absl::Status Run::SyncState() {
+  if (!collective_) return absl::OkStatus();
+  std::vector<torch::Tensor> tensors{flat_->data()};
+  for (const torch::Tensor& t : optimizer_->State()) tensors.push_back(t);
+  for (ModelVariable& v : model_->variables()) {
+    if (!v.trainable) tensors.push_back(v.value);
+  }
+  for (torch::Tensor& t : tensors) {
+    if (absl::Status s = collective_->Broadcast(t.data_ptr(), t.numel() * t.element_size(), 0);
+        !s.ok()) {
+      return s;
+    }
+  }
+  std::vector<int64_t> counters{first_epoch_, optimizer_->iterations()};
+  if (absl::Status s = collective_->Broadcast(counters.data(), sizeof(int64_t) * 2, 0); !s.ok()) {
+    return s;
+  }
+  first_epoch_ = static_cast<int>(counters[0]);
+  if (!leader()) return optimizer_->Restore(counters[1], optimizer_->State());
+  return absl::OkStatus();
+}
+
+absl::Status Run::Resume() {
+  if (!o_.resume || !leader()) return absl::OkStatus();
+  std::string dir = o_.out_dir + "/checkpoints";
+  std::vector<ModelVariable*> buffers;
+  for (ModelVariable& v : model_->variables()) {
+    if (!v.trainable) buffers.push_back(&v);
+  }
+  auto fits = [&](const CheckpointState& s) {
+    if (s.params.numel() != flat_->numel() || s.buffers.size() != buffers.size()) {
+      return absl::InvalidArgumentError("it does not match this model");
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      if (s.buffers[i].numel() != buffers[i]->value.numel()) {
+        return absl::InvalidArgumentError("it does not match this model");
+      }
+    }
+    return absl::OkStatus();
+  };
+  auto warn = [](const std::string& m) { spdlog::warn("{}", m); };
+  absl::StatusOr<std::optional<CheckpointState>> state = LoadLatestCheckpoint(dir, fits, warn);
+  if (!state.ok()) return state.status();
+  if (!state->has_value()) {
+    spdlog::info("--resume: no checkpoint in {}, starting from the beginning", dir);
+    return absl::OkStatus();
+  }
+  CheckpointState& s = **state;
+  torch::NoGradGuard no_grad;
+  flat_->data().copy_(s.params);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    buffers[i]->value.copy_(s.buffers[i].reshape(buffers[i]->value.sizes()));
+  }
+  if (absl::Status st = optimizer_->Restore(s.iterations, s.optimizer); !st.ok()) return st;
+  first_epoch_ = s.epochs_done;
+  history_ = s.history;
+  spdlog::info("resumed from the checkpoint after epoch {}", s.epochs_done);
+  return absl::OkStatus();
+}
+
+void Run::AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y) {
+  for (size_t i = 0; i < metrics_.size(); ++i) {
+    torch::Tensor values = MetricValues(metrics_[i], prediction, y);
+    totals.AddMetric(i, values.sum().item<double>(), values.numel());
+  }
+}
+
+absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
+  const job::FitSpec& fit = o_.spec.fit;
+  BatchPlan plan(data_->train_rows(), fit.batch_size, o_.rank, o_.world, fit.shuffle, fit.seed);
+  plan.StartEpoch(epoch);
+  // Dropout's stream: a function of (seed, epoch, rank), so resuming reproduces it.
+  torch::manual_seed(Mix(Mix(fit.seed, epoch), o_.rank));
+  Totals totals(metrics_.size());
+  const bool check = epoch == first_epoch_;
+  const double loss_weight = compile_.loss_weight;
+  absl::Time start = absl::Now(), last_event = start;
+  int64_t samples = 0;
+  for (int64_t step = 0; step < plan.steps(); ++step) {
+    BatchPlan::Slice slice = plan.RankSlice(step);
+    if (reducer_) reducer_->BeginStep();
+    flat_->ZeroGrad();
+    double step_loss = 0;
+    if (!slice.rows.empty()) {
+      torch::Tensor x, y;
+      if (absl::Status s = data_->GatherTrain(slice.rows, device_, check, &x, &y); !s.ok()) {
+        return s;
+      }
+      KerasModel::Output out = model_->Forward(x, /*training=*/true);
+      torch::Tensor per = ElementLosses(*compile_.loss, out, y);
+      int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
+      torch::Tensor sum = per.sum();
+      (sum * (loss_weight / static_cast<double>(slice.global_rows * per_row))).backward();
+      step_loss = sum.item<double>() / per_row;
+      totals.AddLoss(step_loss * loss_weight, static_cast<int64_t>(slice.rows.size()));
+      AddMetrics(totals, out.value.detach(), y);
+    }
+    if (reducer_) {
+      if (absl::Status s = reducer_->FinishStep(); !s.ok()) {
+        return absl::Status(s.code(), absl::StrCat("epoch ", epoch + 1, ", step ", step + 1,
+                                                   ": gradient all-reduce failed: ", s.message()));
+      }
+    }
+    // Gradients are the same on every rank after the all-reduce, so every rank stops
+    // at the same step.
+    if (!torch::isfinite(flat_->grad()).all().item<bool>() || !std::isfinite(step_loss)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
+          " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
+    }
+    optimizer_->Step(*flat_);
+    samples += slice.global_rows;
+    absl::Time now = absl::Now();
+    if (leader() && (now - last_event >= o_.step_event_interval || step + 1 == plan.steps())) {
+      last_event = now;
+      nlohmann::json metrics = {{"loss", totals.loss()}};
+      for (size_t i = 0; i < metrics_.size(); ++i) metrics[metrics_[i].name] = totals.metric(i);
+      events_.Emit("step", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"step", step + 1},
+                            {"steps", plan.steps()}, {"metrics", metrics},
+                            {"samples_per_second", samples / absl::ToDoubleSeconds(now - start)}});
+    }
+  }
+  if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) return s;
+  (*logs)["loss"] = totals.loss();
+  for (size_t i = 0; i < metrics_.size(); ++i) (*logs)[metrics_[i].name] = totals.metric(i);
+  (*logs)["_samples"] = samples;
+  return absl::OkStatus();
+}
+
+absl::Status Run::Validate(nlohmann::json* logs) {
+  if (data_->validation_rows() == 0) return absl::OkStatus();
+  torch::NoGradGuard no_grad;
+  auto [begin, end] = RankShare(data_->validation_rows(), o_.rank, o_.world);
+  Totals totals(metrics_.size());
+  int64_t batch = std::max<int64_t>(1, o_.spec.fit.batch_size / o_.world);
+  for (int64_t b = begin; b < end; b += batch) {
+    torch::Tensor x, y;
+    int64_t e = std::min(end, b + batch);
+    if (absl::Status s = data_->GatherValidation(b, e, device_, &x, &y); !s.ok()) return s;
+    KerasModel::Output out = model_->Forward(x, /*training=*/false);
+    torch::Tensor per = ElementLosses(*compile_.loss, out, y);
+    int64_t per_row = per.numel() / (e - b);
+    totals.AddLoss(per.sum().item<double>() / per_row * compile_.loss_weight, e - b);
+    AddMetrics(totals, out.value, y);
+  }
+  if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) return s;
+  (*logs)["val_loss"] = totals.loss();
+  for (size_t i = 0; i < metrics_.size(); ++i) {
+    (*logs)["val_" + metrics_[i].name] = totals.metric(i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Run::Checkpoint(int epochs_done) {
+  if (!leader()) return absl::OkStatus();
+  CheckpointState s;
+  s.epochs_done = epochs_done;
+  s.iterations = optimizer_->iterations();
+  s.history = history_;
+  s.params = flat_->data();
+  s.optimizer = optimizer_->State();
+  for (const ModelVariable& v : model_->variables()) {
+    if (!v.trainable) s.buffers.push_back(v.value);
+  }
+  std::string dir = o_.out_dir + "/checkpoints";
+  if (absl::Status st = WriteCheckpoint(dir, s, o_.spec.checkpoint.keep); !st.ok()) return st;
+  events_.Emit("checkpoint", {{"epoch", epochs_done}, {"path", dir}});
+  return absl::OkStatus();
+}
+
+absl::Status Run::WriteOutputs() {
+  if (!leader()) return absl::OkStatus();
+  std::string model_path = o_.out_dir + "/model.keras";
+  std::string version = file_.keras_version.empty() ? kDefaultKerasVersion : file_.keras_version;
+  if (absl::Status s = WriteKerasModel(model_path, file_.config_json, model_->SaveWeights(), version);
+      !s.ok()) {
+    return s;
+  }
+  std::string history_path = o_.out_dir + "/history.json";
+  std::string tmp = history_path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << history_.dump(2) << "\n";
+    if (!out.flush()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
+  }
+  std::filesystem::rename(tmp, history_path);
+  events_.Emit("done", {{"model", model_path}, {"history", history_path}});
+  return absl::OkStatus();
+}
+
+absl::Status Run::Execute() {
+  if (absl::Status s = Setup(); !s.ok()) return s;
+  if (leader()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o_.out_dir, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(absl::StrCat("--out ", o_.out_dir, ": ", ec.message()));
+    }
+  }
+  if (absl::Status s = Resume(); !s.ok()) return s;
+  if (absl::Status s = Connect(); !s.ok()) return s;
+  if (absl::Status s = SyncState(); !s.ok()) return s;
+  const job::FitSpec& fit = o_.spec.fit;
+  BatchPlan plan(data_->train_rows(), fit.batch_size, o_.rank, o_.world, fit.shuffle, fit.seed);
+  events_.Emit("start", {{"rank", o_.rank}, {"world", o_.world}, {"epochs", fit.epochs},
+                         {"first_epoch", first_epoch_ + 1}, {"steps", plan.steps()},
+                         {"samples", data_->train_rows()}, {"device", device_.str()}});
+  for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
+    absl::Time start = absl::Now();
+    nlohmann::json logs = nlohmann::json::object();
+    if (absl::Status s = TrainEpoch(epoch, &logs); !s.ok()) return s;
+    double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    double samples = logs["_samples"].get<double>();
+    logs.erase("_samples");
+    if (absl::Status s = Validate(&logs); !s.ok()) return s;
+    for (auto& [name, value] : logs.items()) history_[name].push_back(value);
+    if (leader()) {
+      events_.Emit("epoch_end", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"metrics", logs},
+                                 {"seconds", seconds},
+                                 {"samples_per_second", samples / std::max(seconds, 1e-9)}});
+    }
+    int every = o_.spec.checkpoint.every_epochs;
+    bool last = epoch + 1 == fit.epochs;
+    if (last || (every > 0 && (epoch + 1) % every == 0)) {
+      if (absl::Status s = Checkpoint(epoch + 1); !s.ok()) return s;
+    }
+  }
+  return WriteOutputs();
+}
+
+}  // namespace
+
+absl::Status Train(const TrainOptions& options) {
+  Run run(options);
+  absl::Status status;
+  try {
+    status = run.Execute();
+  } catch (const c10::Error& e) {
+    status = absl::InternalError(absl::StrCat("LibTorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    status = absl::InternalError(e.what());
+  }
+  if (!status.ok()) EventWriter(options.events).Emit("error", {{"message", status.message()}});
+  return status;
+}
+
+}  // namespace cohort::trainer

@@ -1,0 +1,46 @@
+#pragma once
+
+// Train: runs one rank of a training job (the standalone `cohort-worker train`, and the
+// processes the agent launches).
+//
+// Rank 0 reads the model and checkpoints and writes `model.keras`, `history.json` and
+// checkpoints into `out_dir`; every rank reads its own rows of the data. Ranks join
+// through `store` (a FileStore for standalone runs, the coordinator's rendezvous under
+// the agent) in the namespace `rendezvous_prefix`, and keep their replicas identical:
+// rank 0's initial (or resumed) state is broadcast, gradients are summed in buckets
+// while backward runs. A failure of any rank (a crash, a NaN, a collective timeout)
+// makes every rank return an error within `collective_timeout`.
+//
+// Torch-free header: callers need not compile LibTorch's headers.
+
+#include <cstdio>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "common/job/job_spec.h"
+#include "worker/trainer/collective/store.h"
+
+namespace cohort::trainer {
+
+struct TrainOptions {
+  job::JobSpec spec;
+  int rank = 0;
+  int world = 1;
+  collective::Store* store = nullptr;  // required when world > 1; not owned
+  std::string rendezvous_prefix = "cohort";
+  std::string out_dir;
+  job::Device device = job::Device::kCpu;
+  bool resume = false;
+  // LibTorch intra-op threads; 0: the machine's cores divided among the ranks.
+  int threads = 0;
+  absl::Duration collective_timeout = absl::Seconds(60);
+  // The address this rank's Gloo listens on (reachable by the other ranks).
+  std::string hostname = "127.0.0.1";
+  std::FILE* events = stdout;  // JSON lines (worker/trainer/events.h); not owned
+  absl::Duration step_event_interval = absl::Milliseconds(250);
+};
+
+absl::Status Train(const TrainOptions& options);
+
+}  // namespace cohort::trainer
