@@ -16,7 +16,7 @@
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/trainer/devices.h"
-#include "worker/trainer/train_command.h"
+#include "worker/trainer/commands.h"
 
 namespace {
 
@@ -56,6 +56,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   cohort::trainer::TrainCommand train;
   CLI::App* train_app = cohort::trainer::AddTrainCommand(app, train);
+  cohort::trainer::PredictCommand predict;
+  CLI::App* predict_app = cohort::trainer::AddPredictCommand(app, predict);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   if (train_app->parsed()) return cohort::trainer::RunTrainCommand(train);
+  if (predict_app->parsed()) return cohort::trainer::RunPredictCommand(predict);
   if (coordinator.empty()) {
     std::fprintf(stderr, "cohort-worker: error: --coordinator (or COHORT_COORDINATOR) is required\n");
     return 2;

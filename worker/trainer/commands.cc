@@ -1,4 +1,4 @@
-#include "worker/trainer/train_command.h"
+#include "worker/trainer/commands.h"
 
 #include <cstdio>
 
@@ -8,13 +8,15 @@
 #include "common/job/job_spec_yaml.h"
 #include "common/logging.h"
 #include "worker/trainer/collective/file_store.h"
+#include "worker/trainer/predict.h"
 #include "worker/trainer/trainer.h"
 
 namespace cohort::trainer {
 namespace {
 
-int Fail(int code, const absl::Status& status) {
-  std::fprintf(stderr, "cohort-worker train: error: %s\n", std::string(status.message()).c_str());
+int Fail(int code, const absl::Status& status, const char* command = "train") {
+  std::fprintf(stderr, "cohort-worker %s: error: %s\n", command,
+               std::string(status.message()).c_str());
   return code;
 }
 
@@ -81,6 +83,33 @@ int RunTrainCommand(const TrainCommand& c) {
   }
   absl::Status status = Train(options);
   if (!status.ok()) return Fail(1, status);
+  return 0;
+}
+
+CLI::App* AddPredictCommand(CLI::App& app, PredictCommand& c) {
+  CLI::App* predict = app.add_subcommand("predict", "write a model's outputs for an array");
+  predict->add_option("model", c.model_path, "a .keras file with weights")->required();
+  predict->add_option("--x", c.x_path, "inputs: .npy or .npz")->required();
+  predict->add_option("--key", c.x_key, "the member of an .npz");
+  predict->add_option("--out", c.out_path, "where to write the outputs (.npy, float32)")->required();
+  predict->add_option("--batch-size", c.batch_size, "rows per forward pass")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  predict->add_option("--device", c.device, "cpu or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->capture_default_str();
+  return predict;
+}
+
+int RunPredictCommand(const PredictCommand& c) {
+  PredictOptions options;
+  options.model_path = c.model_path;
+  options.x = {c.x_path, c.x_key};
+  options.out_path = c.out_path;
+  options.batch_size = c.batch_size;
+  options.device = c.device == "cuda" ? job::Device::kCuda : job::Device::kCpu;
+  absl::Status status = Predict(options);
+  if (!status.ok()) return Fail(1, status, "predict");
   return 0;
 }
 

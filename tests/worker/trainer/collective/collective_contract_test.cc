@@ -1,0 +1,238 @@
+// The collective contract (collective.h), checked against every backend with real
+// processes: each case starts N ranks of collective_rank_helper sharing a FileStore
+// directory. Gloo cases always run; NCCL cases carry [gpu] and skip themselves, with a
+// message, where the machine has fewer GPUs than they need (one rank is a valid NCCL
+// run: it goes through the whole code path).
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#if COHORT_HAVE_NCCL
+#include <cuda_runtime_api.h>
+#endif
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace cohort::trainer::collective {
+namespace {
+
+using cohort::testing::Process;
+using cohort::testing::TempDir;
+
+enum class Backend { kGloo, kNccl };
+
+const char* Name(Backend b) { return b == Backend::kGloo ? "gloo" : "nccl"; }
+
+// Asked in the test process, which never uses CUDA otherwise: the ranks are fresh
+// processes (fork + exec), so the CUDA state made here does not leak into them.
+int GpuCount() {
+#if COHORT_HAVE_NCCL
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+#else
+  return 0;
+#endif
+}
+
+// The world sizes a case runs with: all of `wanted` for gloo; for nccl the ones this
+// machine has GPUs for (one GPU per rank), and one rank when only one GPU is present.
+std::vector<int> SizesFor(Backend backend, std::vector<int> wanted) {
+  if (backend == Backend::kGloo) return wanted;
+  int gpus = GpuCount();
+  std::vector<int> out;
+  for (int n : wanted) {
+    if (n <= gpus) out.push_back(n);
+  }
+  if (out.empty() && gpus >= 1) out.push_back(1);
+  if (out.empty()) WARN("skipped: no GPU here (cudaGetDeviceCount found none)");
+  return out;
+}
+
+struct Ranks {
+  std::unique_ptr<TempDir> dir = std::make_unique<TempDir>();
+  std::vector<std::unique_ptr<Process>> processes;
+};
+
+// Starts ranks 0..started-1 of a `size`-rank world running `scenario`.
+Ranks Start(Backend backend, int size, const std::string& scenario, absl::Duration timeout,
+            int started = -1) {
+  Ranks ranks;
+  if (started < 0) started = size;
+  for (int rank = 0; rank < started; ++rank) {
+    ranks.processes.push_back(std::make_unique<Process>(
+        std::vector<std::string>{COHORT_COLLECTIVE_HELPER, Name(backend), std::to_string(rank),
+                                 std::to_string(size), ranks.dir->path(), scenario,
+                                 std::to_string(absl::ToInt64Milliseconds(timeout))},
+        ranks.dir->File(absl::StrCat("rank-", rank, ".log"))));
+  }
+  return ranks;
+}
+
+void ExpectAllSucceed(Ranks& ranks, const std::string& ok_line) {
+  for (size_t rank = 0; rank < ranks.processes.size(); ++rank) {
+    Process& p = *ranks.processes[rank];
+    std::optional<cohort::testing::ExitStatus> exit = p.Wait(absl::Seconds(240));
+    INFO("rank " << rank << " output:\n" << p.Output());
+    REQUIRE(exit.has_value());
+    CHECK(exit->code == 0);
+    CHECK(absl::StrContains(p.Output(), "ok " + ok_line));
+  }
+}
+
+void RunScenario(Backend backend, std::vector<int> sizes, const std::string& scenario,
+                 const std::string& ok_line) {
+  for (int size : SizesFor(backend, sizes)) {
+    INFO(Name(backend) << " with " << size << " ranks, scenario " << scenario);
+    Ranks ranks = Start(backend, size, scenario, absl::Seconds(60));
+    ExpectAllSucceed(ranks, ok_line);
+  }
+}
+
+void AllReduceSumsExactly(Backend b) {
+  RunScenario(b, {1, 2, 3}, "all-reduce", "all-reduce sums exactly");
+}
+void BroadcastCopiesTheRoot(Backend b) {
+  RunScenario(b, {2, 3}, "broadcast", "broadcast copies the root's bytes");
+}
+void BarrierWaitsForEveryRank(Backend b) {
+  RunScenario(b, {2, 3}, "barrier", "barrier waits for every rank");
+}
+void AsyncAllReducesRunInOrder(Backend b) {
+  RunScenario(b, {2, 3}, "async", "async all-reduces run in order");
+}
+void LargeBuffers(Backend b) {
+  RunScenario(b, {2, 3}, "large", "64 MiB all-reduce and 40 MiB broadcast");
+}
+
+// Starts `size` ranks all-reducing in a loop, sends `sig` to rank 1 once all run, and
+// checks every survivor fails within 3x the timeout, unusable afterwards. Returns the
+// survivors' outputs and how long each took to fail.
+std::vector<std::pair<std::string, absl::Duration>> FailRank1(Backend backend, int size, int sig,
+                                                               absl::Duration timeout) {
+  Ranks ranks = Start(backend, size, "until-failure", timeout);
+  bool all_running = cohort::testing::WaitUntil(
+      [&] {
+        return std::all_of(ranks.processes.begin(), ranks.processes.end(), [](auto& p) {
+          return absl::StrContains(p->Output(), "running");
+        });
+      },
+      absl::Seconds(60));
+  REQUIRE(all_running);
+  ranks.processes[1]->Signal(sig);
+  absl::Time signalled = absl::Now();
+  std::vector<std::pair<std::string, absl::Duration>> survivors;
+  for (int rank = 0; rank < size; ++rank) {
+    if (rank == 1) continue;
+    Process& p = *ranks.processes[rank];
+    std::optional<cohort::testing::ExitStatus> exit = p.Wait(3 * timeout);
+    absl::Duration took = absl::Now() - signalled;
+    INFO("rank " << rank << " output:\n" << p.Output());
+    REQUIRE(exit.has_value());  // no hang: it failed within 3x the timeout
+    CHECK(exit->code == 3);
+    CHECK(absl::StrContains(p.Output(), "after: FAILED_PRECONDITION"));
+    survivors.emplace_back(p.Output(), took);
+  }
+  return survivors;
+}
+
+void KilledRankIsNamed(Backend backend) {
+  for (int size : SizesFor(backend, {2, 3})) {
+    if (size < 2) {
+      WARN("skipped: a killed peer needs 2 GPUs");
+      continue;
+    }
+    INFO(Name(backend) << " with " << size << " ranks");
+    auto survivors = FailRank1(backend, size, SIGKILL, absl::Seconds(3));
+    bool named = false;
+    std::string outputs;
+    for (const auto& [output, took] : survivors) {
+      absl::StrAppend(&outputs, output, "\n");
+      INFO(output);
+      CHECK((absl::StrContains(output, "error: UNAVAILABLE") ||
+             absl::StrContains(output, "error: DEADLINE_EXCEEDED")));
+      named = named || absl::StrContains(output, "with rank 1 failed: connection closed");
+    }
+    // NCCL cannot tell which peer is gone; gloo names it (with 3 ranks a survivor may
+    // instead name the other survivor, which closed its connections on failing).
+    INFO(outputs);
+    if (backend == Backend::kGloo) CHECK(named);
+  }
+}
+
+void StoppedRankTimesOut(Backend backend) {
+  for (int size : SizesFor(backend, {2, 3})) {
+    if (size < 2) {
+      WARN("skipped: a hung peer needs 2 GPUs");
+      continue;
+    }
+    INFO(Name(backend) << " with " << size << " ranks");
+    absl::Duration timeout = absl::Seconds(3);
+    auto survivors = FailRank1(backend, size, SIGSTOP, timeout);
+    bool timed_out = false;
+    for (const auto& [output, took] : survivors) {
+      INFO(output);
+      timed_out = timed_out || absl::StrContains(output, "timed out after 3s waiting for");
+      if (backend == Backend::kGloo && size == 2) {
+        CHECK(absl::StrContains(output, "timed out after 3s waiting for rank 1"));
+      }
+      CHECK(took >= timeout * 0.8);
+    }
+    CHECK(timed_out);
+  }
+}
+
+// The last rank of the world never starts (gloo: 3 ranks; nccl: 2, so one GPU will do).
+void MissingRankIsNamed(Backend backend) {
+  int size = backend == Backend::kGloo ? 3 : 2;
+  if (SizesFor(backend, {size - 1}).empty()) return;
+  INFO(Name(backend) << ": " << size - 1 << " of " << size << " ranks start");
+  absl::Duration timeout = absl::Seconds(2);
+  absl::Time start = absl::Now();
+  Ranks ranks = Start(backend, size, "all-reduce", timeout, /*started=*/size - 1);
+  for (auto& p : ranks.processes) {
+    std::optional<cohort::testing::ExitStatus> exit = p->Wait(3 * timeout);
+    INFO(p->Output());
+    REQUIRE(exit.has_value());
+    CHECK(exit->code == 2);
+    CHECK(absl::StrContains(p->Output(),
+                            absl::StrCat("DEADLINE_EXCEEDED: rendezvous timed out after 2s "
+                                         "waiting for rank ",
+                                         size - 1, " to join")));
+  }
+  CHECK(absl::Now() - start < 3 * timeout);
+}
+
+// Each contract case is registered once per backend: gloo always, nccl with [gpu].
+#if COHORT_HAVE_NCCL
+#define NCCL_CONTRACT_CASE(title, check) \
+  TEST_CASE("nccl: " title, "[collective][nccl][gpu]") { check(Backend::kNccl); }
+#else
+#define NCCL_CONTRACT_CASE(title, check)
+#endif
+#define CONTRACT_CASE(title, check)                                               \
+  TEST_CASE("gloo: " title, "[collective][gloo]") { check(Backend::kGloo); } \
+  NCCL_CONTRACT_CASE(title, check)
+
+CONTRACT_CASE("all-reduce sums exactly, 1 to 3 ranks, 0 to 1M floats", AllReduceSumsExactly)
+CONTRACT_CASE("broadcast copies the root's bytes to every rank", BroadcastCopiesTheRoot)
+CONTRACT_CASE("barrier returns only after every rank reached it", BarrierWaitsForEveryRank)
+CONTRACT_CASE("started all-reduces of many buckets run in order, waited in any order",
+              AsyncAllReducesRunInOrder)
+CONTRACT_CASE("64 MiB all-reduce and 40 MiB broadcast", LargeBuffers)
+CONTRACT_CASE("a killed rank makes the others fail within the timeout", KilledRankIsNamed)
+CONTRACT_CASE("a hung rank makes the others time out", StoppedRankTimesOut)
+CONTRACT_CASE("a rank that never joins is named", MissingRankIsNamed)
+
+}  // namespace
+}  // namespace cohort::trainer::collective

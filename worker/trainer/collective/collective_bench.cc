@@ -1,0 +1,200 @@
+// cohort_collective_bench: Gloo all-reduce on loopback, N forked ranks, 4 KiB to 64 MiB.
+// Prints, per size, the algorithm, the latency and the bandwidths: algbw = bytes / time
+// and busbw = algbw * 2(n-1)/n (what each link carries, as nccl-tests report it). First
+// it measures the reference: loopback TCP with both directions busy at once, which a
+// 2-rank all-reduce cannot beat.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "worker/trainer/collective/file_store.h"
+#include "worker/trainer/collective/gloo_all_reduce.h"
+#include "worker/trainer/collective/gloo_collective.h"
+
+namespace cohort::trainer::collective {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Sends `out` and receives as many bytes into `in`, at once, on one thread (as a gloo
+// rank does): poll(2) for whichever direction can move.
+bool Exchange(int fd, const std::vector<char>& out, std::vector<char>& in) {
+  size_t sent = 0, received = 0;
+  while (sent < out.size() || received < in.size()) {
+    pollfd p{fd, static_cast<short>((sent < out.size() ? POLLOUT : 0) |
+                                    (received < in.size() ? POLLIN : 0)),
+             0};
+    if (::poll(&p, 1, 10000) <= 0) return false;
+    if (p.revents & POLLOUT) {
+      ssize_t k = ::send(fd, out.data() + sent, out.size() - sent, MSG_DONTWAIT);
+      if (k < 0 && errno != EAGAIN) return false;
+      if (k > 0) sent += static_cast<size_t>(k);
+    }
+    if (p.revents & POLLIN) {
+      ssize_t k = ::recv(fd, in.data() + received, in.size() - received, MSG_DONTWAIT);
+      if (k == 0 || (k < 0 && errno != EAGAIN)) return false;
+      if (k > 0) received += static_cast<size_t>(k);
+    }
+  }
+  return true;
+}
+
+// Both ends send and receive `bytes` at once over one loopback connection, `rounds`
+// times, one thread each, with send buffers as large as gloo asks for; returns the best round's
+// per-direction bandwidth in GB/s, or a negative number on failure.
+double LoopbackTcp(size_t bytes, int rounds) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::listen(listener, 1) != 0 ||
+      ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return -1;
+  }
+  auto exchange = [bytes, rounds](int fd, double* best) {
+    int sndbuf = 32 << 20;  // what gloo requests; the kernel caps it at 2x wmem_max
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    std::vector<char> out(bytes, 1), in(bytes, 0);
+    bool ok = true;
+    for (int round = 0; round < rounds && ok; ++round) {
+      Clock::time_point start = Clock::now();
+      ok = Exchange(fd, out, in);
+      *best = std::max(*best, static_cast<double>(bytes) / Seconds(start) / 1e9);
+    }
+    return ok;
+  };
+  pid_t child = ::fork();
+  if (child == 0) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    double ignored = 0;
+    bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+              exchange(fd, &ignored);
+    _exit(ok ? 0 : 1);
+  }
+  int fd = ::accept(listener, nullptr, nullptr);
+  double best = 0;
+  bool ok = fd >= 0 && exchange(fd, &best);
+  ::close(fd);
+  ::close(listener);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return ok && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? best : -1;
+}
+
+int RunRank(const GlooOptions& options, const std::string& dir, size_t min_bytes,
+            size_t max_bytes) {
+  absl::StatusOr<std::unique_ptr<FileStore>> store = FileStore::Open(dir);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", store.status().ToString().c_str());
+    return 1;
+  }
+  absl::StatusOr<std::unique_ptr<Collective>> collective =
+      CreateGlooCollective(options, store->get());
+  if (!collective.ok()) {
+    std::fprintf(stderr, "rank %d: %s\n", options.rank, collective.status().ToString().c_str());
+    return 1;
+  }
+  Collective& c = **collective;
+  double bus_factor = 2.0 * (c.size() - 1) / c.size();
+  if (c.rank() == 0) {
+    std::printf("%10s  %-16s  %10s  %10s  %10s\n", "bytes", "algorithm", "latency_us",
+                "algbw_GB/s", "busbw_GB/s");
+  }
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+    std::vector<float> buffer(bytes / sizeof(float), 1.0f);
+    // The same count on every rank: about 1 GiB moved per size, 5 to 1000 iterations.
+    int iterations = static_cast<int>(std::clamp<size_t>((1u << 30) / bytes, 5, 1000));
+    absl::Status s = c.AllReduce(buffer.data(), buffer.size());  // warm-up, builds algorithms
+    if (s.ok()) s = c.Barrier();
+    Clock::time_point start = Clock::now();
+    for (int i = 0; i < iterations && s.ok(); ++i) s = c.AllReduce(buffer.data(), buffer.size());
+    double seconds = Seconds(start) / iterations;
+    if (!s.ok()) {
+      std::fprintf(stderr, "rank %d: %s\n", c.rank(), s.ToString().c_str());
+      return 1;
+    }
+    if (c.rank() == 0) {
+      double algbw = static_cast<double>(bytes) / seconds / 1e9;
+      std::printf("%10zu  %-16s  %10.1f  %10.3f  %10.3f\n", bytes,
+                  std::string(GlooAlgorithmName(
+                                  ResolveGlooAlgorithm(options.algorithm, bytes, c.size())))
+                      .c_str(),
+                  seconds * 1e6, algbw, algbw * bus_factor);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace cohort::trainer::collective
+
+int main(int argc, char** argv) {
+  using namespace cohort::trainer::collective;
+  CLI::App app("Gloo all-reduce on loopback: latency and bus bandwidth per message size");
+  GlooOptions options;
+  options.size = 2;
+  std::string algorithm = "auto";
+  size_t min_bytes = 4 << 10;
+  size_t max_bytes = 64 << 20;
+  app.add_option("--ranks", options.size, "ranks to fork")->check(CLI::Range(1, 64));
+  app.add_option("--algorithm", algorithm, "auto, ring_chunked or halving_doubling")
+      ->check(CLI::IsMember({"auto", "ring_chunked", "halving_doubling"}));
+  app.add_flag("--busy-poll", options.busy_poll, "spin on receive");
+  app.add_option("--max-segment-bytes", options.max_segment_bytes, "all-reduce segment size");
+  app.add_option("--min-bytes", min_bytes, "smallest message");
+  app.add_option("--max-bytes", max_bytes, "largest message");
+  CLI11_PARSE(app, argc, argv);
+  if (algorithm == "ring_chunked") options.algorithm = GlooAlgorithm::kRingChunked;
+  if (algorithm == "halving_doubling") options.algorithm = GlooAlgorithm::kHalvingDoubling;
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+
+  std::printf("loopback TCP, both directions at once, 16 MiB, best of 8: %.3f GB/s per direction\n",
+              LoopbackTcp(16 << 20, 8));
+  std::printf("gloo all-reduce, %d ranks on loopback, segments of %zu bytes%s\n", options.size,
+              options.max_segment_bytes, options.busy_poll ? ", busy polling" : "");
+
+  char dir[] = "/tmp/cohort-collective-bench-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return 1;
+  std::vector<pid_t> ranks;
+  for (int rank = 0; rank < options.size; ++rank) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      GlooOptions mine = options;
+      mine.rank = rank;
+      int code = RunRank(mine, dir, min_bytes, max_bytes);
+      std::fflush(stdout);
+      _exit(code);
+    }
+    ranks.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : ranks) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  std::error_code ignored;
+  std::filesystem::remove_all(dir, ignored);
+  return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,144 @@
+#include "worker/trainer/collective/gloo_collective.h"
+
+#include <algorithm>
+#include <csignal>
+#include <exception>
+#include <functional>
+#include <utility>
+
+#include <gloo/barrier_all_to_all.h>
+#include <gloo/broadcast_one_to_all.h>
+
+#include "absl/strings/str_cat.h"
+#include "worker/trainer/collective/gloo_all_reduce.h"
+#include "worker/trainer/collective/gloo_mesh.h"
+#include "worker/trainer/collective/op_queue.h"
+
+namespace cohort::trainer::collective {
+namespace {
+
+constexpr size_t kBroadcastChunkBytes = 16 << 20;
+
+class GlooCollective final : public Collective {
+ public:
+  GlooCollective(const GlooOptions& options, std::shared_ptr<GlooContext> context)
+      : options_(options),
+        context_(std::move(context)),
+        all_reduce_(context_, options.algorithm, options.max_segment_bytes),
+        // Built here, identically on every rank, so its slots match.
+        barrier_(std::make_unique<gloo::BarrierAllToAll>(context_)) {}
+
+  int rank() const override { return options_.rank; }
+  int size() const override { return options_.size; }
+  DeviceKind device_kind() const override { return DeviceKind::kCpu; }
+
+  std::unique_ptr<Work> StartAllReduce(float* data, size_t count) override {
+    return queue_.Submit([this, data, count] {
+      return Guarded("all-reduce", [&] {
+        if (data == nullptr && count > 0) {
+          return absl::InvalidArgumentError("all-reduce of a null buffer");
+        }
+        all_reduce_.Run(data, count);
+        return absl::OkStatus();
+      });
+    });
+  }
+
+  absl::Status Broadcast(void* data, size_t bytes, int root) override {
+    return queue_
+        .Submit([this, data, bytes, root] {
+          return Guarded("broadcast", [&] {
+            if (root < 0 || root >= options_.size) {
+              return absl::InvalidArgumentError(
+                  absl::StrCat("broadcast root ", root, " is outside [0, ", options_.size, ")"));
+            }
+            if (data == nullptr && bytes > 0) {
+              return absl::InvalidArgumentError("broadcast of a null buffer");
+            }
+            if (options_.size == 1) return absl::OkStatus();
+            // In chunks: the root sends to one rank at a time while the others wait, and
+            // a rank that waits longer than the timeout for its first byte gives up.
+            for (size_t offset = 0; offset < bytes; offset += kBroadcastChunkBytes) {
+              std::vector<uint8_t*> ptrs{static_cast<uint8_t*>(data) + offset};
+              size_t n = std::min(kBroadcastChunkBytes, bytes - offset);
+              context_
+                  ->BuildEphemeral([&] {
+                    return std::make_unique<gloo::BroadcastOneToAll<uint8_t>>(context_, ptrs, n,
+                                                                              root);
+                  })
+                  ->run();
+            }
+            return absl::OkStatus();
+          });
+        })
+        ->Wait();
+  }
+
+  absl::Status Barrier() override {
+    return queue_
+        .Submit([this] {
+          return Guarded("barrier", [&] {
+            barrier_->run();
+            return absl::OkStatus();
+          });
+        })
+        ->Wait();
+  }
+
+ private:
+  // Runs `body` (on the communication thread), turning gloo's exceptions into a status.
+  // On any failure it closes every connection: the peers then fail at once ("connection
+  // closed") instead of waiting out their timeouts.
+  absl::Status Guarded(absl::string_view op, const std::function<absl::Status()>& body) {
+    absl::Status status;
+    try {
+      status = body();
+    } catch (const std::exception& e) {
+      std::optional<int> peer = FailedPeer(*context_, options_.busy_poll, e.what());
+      status = TranslateGlooError(op, peer, options_.timeout, e.what());
+    }
+    if (!status.ok()) context_->closeConnections();
+    return status;
+  }
+
+  const GlooOptions options_;
+  const std::shared_ptr<GlooContext> context_;
+  GlooAllReduce all_reduce_;
+  std::unique_ptr<gloo::BarrierAllToAll> barrier_;
+  OpQueue queue_;  // last: its thread stops before the members it uses are destroyed
+};
+
+}  // namespace
+
+absl::string_view GlooAlgorithmName(GlooAlgorithm algorithm) {
+  switch (algorithm) {
+    case GlooAlgorithm::kAuto:
+      return "auto";
+    case GlooAlgorithm::kRingChunked:
+      return "ring_chunked";
+    case GlooAlgorithm::kHalvingDoubling:
+      return "halving_doubling";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptions& options,
+                                                                 Store* store) {
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("gloo: timeout must be positive");
+  }
+  if (options.max_segment_bytes < 1024 || options.max_segment_bytes > (1u << 30)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gloo: max_segment_bytes ", options.max_segment_bytes, " is outside [1 KiB, 1 GiB]"));
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  absl::StatusOr<std::shared_ptr<GlooContext>> context = ConnectGlooMesh(options, *store);
+  if (!context.ok()) return context.status();
+  try {
+    return std::unique_ptr<Collective>(new GlooCollective(options, *std::move(context)));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("gloo: setting up the barrier: ", e.what()));
+  }
+}
+
+}  // namespace cohort::trainer::collective

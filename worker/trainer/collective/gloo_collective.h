@@ -1,0 +1,86 @@
+#pragma once
+
+// The Gloo backend: collectives over TCP on host memory, with libgloo's own algorithms.
+//
+// Setup: the ranks join through the Store (rendezvous.h), connect a full mesh of TCP
+// pairs (gloo's rendezvous, through an adapter of our Store), and switch the pairs to
+// gloo's synchronous mode: the thread that runs an operation reads the sockets itself,
+// instead of waking gloo's event-loop thread per message, which is what makes raw gloo
+// about twice as fast as c10d's Gloo path on loopback.
+//
+// Operations run on one communication thread per collective (OpQueue), so an all-reduce
+// started from a backward hook overlaps the rest of backward. Timeouts are gloo's: a read
+// or write that makes no progress for `timeout` fails the operation; a peer's closed
+// connection fails it at once. On any failure this rank closes all its connections, so
+// its peers fail promptly too instead of waiting out their timeouts.
+//
+// All-reduce buffers of 256 KiB and more keep their gloo algorithm (set up for that
+// pointer and size) between calls, as the trainer reuses its gradient buckets every
+// step; the kept algorithms hold scratch memory about the size of their buffer. Hence, on
+// top of collective.h's contract: for such buffers every rank must reuse buffers alike —
+// rank r's call reuses an earlier (data, count) exactly when every rank's does. A rank
+// that breaks this gets errors or timeouts, never data written into the wrong buffer
+// (received bytes land in the algorithms' own scratch memory). Smaller buffers are set
+// up per call.
+//
+// CreateGlooCollective sets SIGPIPE to be ignored, process-wide: gloo writes to sockets
+// with writev(2), which would otherwise kill the process when a peer has died.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "worker/trainer/collective/collective.h"
+#include "worker/trainer/collective/store.h"
+
+namespace cohort::trainer::collective {
+
+enum class GlooAlgorithm {
+  // Halving-doubling for small messages and power-of-two world sizes (fewest rounds),
+  // ring-chunked for large messages on other world sizes (the ring is bandwidth-optimal
+  // there, halving-doubling pays extra steps between its binary blocks).
+  kAuto,
+  kRingChunked,
+  kHalvingDoubling,
+};
+
+absl::string_view GlooAlgorithmName(GlooAlgorithm algorithm);
+
+struct GlooOptions {
+  int rank = 0;
+  int size = 1;
+  // Rendezvous, connecting, and every read or write of every operation fail after this
+  // long without progress.
+  absl::Duration timeout = absl::Seconds(30);
+  // The address this rank listens on and gives its peers: an IP address, or a name that
+  // resolves to one of this host's interfaces. Loopback serves ranks on one host; ranks
+  // on several hosts each pass an address the others can reach.
+  std::string hostname = "127.0.0.1";
+  // A network interface to use instead of `hostname` ("eth0"), when not empty.
+  std::string interface;
+  GlooAlgorithm algorithm = GlooAlgorithm::kAuto;
+  // Spin while waiting for data instead of sleeping in the kernel: lower latency for one
+  // busy core per rank while an operation runs. Off by default: it starves the backward
+  // pass that communication overlaps, unless every rank has a core to spare.
+  bool busy_poll = false;
+  // An all-reduce runs as segments of at most this many bytes. Synchronous pairs block in
+  // write(2) while the peer writes too, so the bytes a rank sends before reading (half a
+  // segment) must fit in the kernel's socket buffers: SO_SNDBUF, which Linux caps at
+  // twice net.core.wmem_max (212992 by default), plus the peer's receive window; else the
+  // operation fails with a write timeout. 512 KiB fits default buffers; larger segments
+  // need a larger wmem_max (on loopback, 256 KiB to 2 MiB measured alike). Must be the
+  // same on every rank.
+  size_t max_segment_bytes = 512 << 10;
+};
+
+// Connects this rank to its peers through `store` (not owned; used only during this
+// call): a fresh namespace per collective (see store.h). Errors: INVALID_ARGUMENT (bad
+// rank/size, unusable hostname or interface), DEADLINE_EXCEEDED (a rank did not join or
+// connect within the timeout, named where known), UNAVAILABLE (store or network).
+absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptions& options,
+                                                                 Store* store);
+
+}  // namespace cohort::trainer::collective
