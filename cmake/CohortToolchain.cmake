@@ -13,3 +13,11 @@ add_compile_options(-Wall -Wextra -Wno-unused-parameter)
 
 # Every target's headers are included from the repository root: "common/address.h".
 include_directories(${PROJECT_SOURCE_DIR})
+
+if(COHORT_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "COHORT_FUZZ needs clang: -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
