@@ -1,0 +1,27 @@
+#pragma once
+
+// Internal to common/job: early returns for absl::Status and absl::StatusOr.
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#define JOB_STATUS_CONCAT_INNER(a, b) a##b
+#define JOB_STATUS_CONCAT(a, b) JOB_STATUS_CONCAT_INNER(a, b)
+
+// Returns the status of `expr` from the enclosing function when it is not OK.
+#define JOB_RETURN_IF_ERROR(expr)                       \
+  do {                                                  \
+    if (absl::Status status_ = (expr); !status_.ok()) { \
+      return status_;                                   \
+    }                                                   \
+  } while (false)
+
+// `lhs = value of expr`, or returns its status when it is not OK.
+#define JOB_ASSIGN_OR_RETURN(lhs, expr) \
+  JOB_ASSIGN_OR_RETURN_IMPL(JOB_STATUS_CONCAT(status_or_, __LINE__), lhs, expr)
+#define JOB_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                              \
+  if (!tmp.ok()) return tmp.status();             \
+  lhs = std::move(tmp).value()
