@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "common/job/status_macros.h"
+#include "common/status_macros.h"
 #include "common/job/yaml_fields.h"
 
 namespace cohort::job {
@@ -33,13 +33,13 @@ absl::Status Optional(const YamlMap& map, absl::string_view key, Read read) {
 
 absl::StatusOr<LearningRate> ParseSchedule(const YAML::Node& node, FieldLines& lines) {
   const std::string s = "compile.optimizer.schedule";
-  JOB_ASSIGN_OR_RETURN(YamlMap map, YamlMap::Read(node, s,
+  COHORT_ASSIGN_OR_RETURN(YamlMap map, YamlMap::Read(node, s,
                                                   {"name", "initial_learning_rate", "decay_steps",
                                                    "decay_rate", "staircase", "alpha"},
                                                   lines));
   std::optional<YAML::Node> name_node = map.Get("name");
   if (!name_node.has_value()) return map.Missing("name", lines);
-  JOB_ASSIGN_OR_RETURN(std::string name, ReadString(*name_node, s + ".name", lines));
+  COHORT_ASSIGN_OR_RETURN(std::string name, ReadString(*name_node, s + ".name", lines));
   // Keras' class names and their snake_case: ExponentialDecay, exponential_decay.
   const std::string normalized = absl::StrReplaceAll(absl::AsciiStrToLower(name), {{"_", ""}});
   LearningRate out;
@@ -63,24 +63,24 @@ absl::StatusOr<LearningRate> ParseSchedule(const YAML::Node& node, FieldLines& l
     if (required == "decay_rate" && !exponential) break;
     if (!map.Get(required).has_value()) return map.Missing(required, lines);
   }
-  JOB_RETURN_IF_ERROR(Optional(map, "initial_learning_rate", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.initial, ReadNumber(n, f, lines, kPositiveNumber));
+  COHORT_RETURN_IF_ERROR(Optional(map, "initial_learning_rate", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.initial, ReadNumber(n, f, lines, kPositiveNumber));
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "decay_steps", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.decay_steps, ReadInteger<int64_t>(n, f, lines, "a positive integer"));
+  COHORT_RETURN_IF_ERROR(Optional(map, "decay_steps", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.decay_steps, ReadInteger<int64_t>(n, f, lines, "a positive integer"));
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "decay_rate", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.decay_rate, ReadNumber(n, f, lines, kPositiveNumber));
+  COHORT_RETURN_IF_ERROR(Optional(map, "decay_rate", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.decay_rate, ReadNumber(n, f, lines, kPositiveNumber));
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "staircase", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.staircase, ReadBool(n, f, lines));
+  COHORT_RETURN_IF_ERROR(Optional(map, "staircase", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.staircase, ReadBool(n, f, lines));
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "alpha", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.alpha, ReadNumber(n, f, lines, "in [0, 1]"));
+  COHORT_RETURN_IF_ERROR(Optional(map, "alpha", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.alpha, ReadNumber(n, f, lines, "in [0, 1]"));
     return absl::OkStatus();
   }));
   return out;
@@ -99,14 +99,14 @@ absl::Status ParseOptimizer(const YAML::Node& node, FieldLines& lines, Optimizer
     return FieldError(lines, o,
                       absl::StrCat("must be an optimizer name or a map, got ", DescribeNode(node)));
   }
-  JOB_ASSIGN_OR_RETURN(
+  COHORT_ASSIGN_OR_RETURN(
       YamlMap map,
       YamlMap::Read(node, o,
                     {"name", "learning_rate", "schedule", "weight_decay", "momentum", "nesterov",
                      "beta_1", "beta_2", "epsilon", "rho", "initial_accumulator_value"},
                     lines));
-  JOB_RETURN_IF_ERROR(Optional(map, "name", [&](auto& n, auto f) -> absl::Status {
-    JOB_ASSIGN_OR_RETURN(std::string name, ReadString(n, f, lines));
+  COHORT_RETURN_IF_ERROR(Optional(map, "name", [&](auto& n, auto f) -> absl::Status {
+    COHORT_ASSIGN_OR_RETURN(std::string name, ReadString(n, f, lines));
     out.kind = keras::OptimizerKindFromName(name);
     if (out.kind.has_value()) return absl::OkStatus();
     return NotSupported(lines, f, name, keras::SupportedOptimizerNames());
@@ -115,13 +115,13 @@ absl::Status ParseOptimizer(const YAML::Node& node, FieldLines& lines, Optimizer
     return FieldError(lines, o + ".schedule",
                       "cannot be combined with compile.optimizer.learning_rate");
   }
-  JOB_RETURN_IF_ERROR(Optional(map, "learning_rate", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(double rate, ReadNumber(n, f, lines, kPositiveNumber));
+  COHORT_RETURN_IF_ERROR(Optional(map, "learning_rate", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(double rate, ReadNumber(n, f, lines, kPositiveNumber));
     out.learning_rate = LearningRate::Constant(rate);
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "schedule", [&](auto& n, auto) {
-    JOB_ASSIGN_OR_RETURN(out.learning_rate, ParseSchedule(n, lines));
+  COHORT_RETURN_IF_ERROR(Optional(map, "schedule", [&](auto& n, auto) {
+    COHORT_ASSIGN_OR_RETURN(out.learning_rate, ParseSchedule(n, lines));
     return absl::OkStatus();
   }));
   const std::pair<absl::string_view, std::optional<double>*> numbers[] = {
@@ -135,13 +135,13 @@ absl::Status ParseOptimizer(const YAML::Node& node, FieldLines& lines, Optimizer
   };
   for (const auto& [key, field] : numbers) {
     std::optional<double>* value = field;  // clang before 16 cannot capture a binding
-    JOB_RETURN_IF_ERROR(Optional(map, key, [&](auto& n, auto f) {
-      JOB_ASSIGN_OR_RETURN(*value, ReadNumber(n, f, lines, kNumber));
+    COHORT_RETURN_IF_ERROR(Optional(map, key, [&](auto& n, auto f) {
+      COHORT_ASSIGN_OR_RETURN(*value, ReadNumber(n, f, lines, kNumber));
       return absl::OkStatus();
     }));
   }
   return Optional(map, "nesterov", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.nesterov, ReadBool(n, f, lines));
+    COHORT_ASSIGN_OR_RETURN(out.nesterov, ReadBool(n, f, lines));
     return absl::OkStatus();
   });
 }
@@ -159,18 +159,18 @@ absl::StatusOr<keras::LossConfig> ParseLoss(const YAML::Node& node, FieldLines& 
     return FieldError(lines, l,
                       absl::StrCat("must be a loss name or a map, got ", DescribeNode(node)));
   }
-  JOB_ASSIGN_OR_RETURN(YamlMap map,
+  COHORT_ASSIGN_OR_RETURN(YamlMap map,
                        YamlMap::Read(node, l, {"name", "from_logits", "delta"}, lines));
   std::optional<YAML::Node> name_node = map.Get("name");
   if (!name_node.has_value()) return map.Missing("name", lines);
-  JOB_ASSIGN_OR_RETURN(std::string name, ReadString(*name_node, l + ".name", lines));
-  JOB_ASSIGN_OR_RETURN(keras::LossConfig out, from_name(name, l + ".name"));
-  JOB_RETURN_IF_ERROR(Optional(map, "from_logits", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.from_logits, ReadBool(n, f, lines));
+  COHORT_ASSIGN_OR_RETURN(std::string name, ReadString(*name_node, l + ".name", lines));
+  COHORT_ASSIGN_OR_RETURN(keras::LossConfig out, from_name(name, l + ".name"));
+  COHORT_RETURN_IF_ERROR(Optional(map, "from_logits", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.from_logits, ReadBool(n, f, lines));
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "delta", [&](auto& n, auto f) {
-    JOB_ASSIGN_OR_RETURN(out.delta, ReadNumber(n, f, lines, kPositiveNumber));
+  COHORT_RETURN_IF_ERROR(Optional(map, "delta", [&](auto& n, auto f) {
+    COHORT_ASSIGN_OR_RETURN(out.delta, ReadNumber(n, f, lines, kPositiveNumber));
     return absl::OkStatus();
   }));
   return out;
@@ -179,12 +179,12 @@ absl::StatusOr<keras::LossConfig> ParseLoss(const YAML::Node& node, FieldLines& 
 absl::StatusOr<std::vector<keras::MetricConfig>> ParseMetrics(const YAML::Node& node,
                                                               FieldLines& lines) {
   const std::string m = "compile.metrics";
-  JOB_ASSIGN_OR_RETURN(std::vector<YAML::Node> items,
+  COHORT_ASSIGN_OR_RETURN(std::vector<YAML::Node> items,
                        ReadList(node, m, lines, "a list of metric names, e.g. [accuracy]"));
   std::vector<keras::MetricConfig> out;
   for (size_t i = 0; i < items.size(); ++i) {
     const std::string field = absl::StrCat(m, "[", i, "]");
-    JOB_ASSIGN_OR_RETURN(std::string name, ReadString(items[i], field, lines));
+    COHORT_ASSIGN_OR_RETURN(std::string name, ReadString(items[i], field, lines));
     std::optional<keras::MetricConfig> metric = keras::MetricFromName(name);
     if (!metric.has_value()) return NotSupported(lines, field, name, keras::SupportedMetricNames());
     out.push_back(*std::move(metric));
@@ -247,29 +247,29 @@ bool IsEmpty(const OptimizerOverrides& o) {
 }  // namespace
 
 absl::Status ParseCompileSection(const YAML::Node& node, FieldLines& lines, CompileOverrides& out) {
-  JOB_ASSIGN_OR_RETURN(
+  COHORT_ASSIGN_OR_RETURN(
       YamlMap map,
       YamlMap::Read(node, "compile", {"optimizer", "learning_rate", "loss", "metrics"}, lines));
-  JOB_RETURN_IF_ERROR(Optional(
+  COHORT_RETURN_IF_ERROR(Optional(
       map, "optimizer", [&](auto& n, auto) { return ParseOptimizer(n, lines, out.optimizer); }));
-  JOB_RETURN_IF_ERROR(Optional(map, "learning_rate", [&](auto& n, auto f) -> absl::Status {
+  COHORT_RETURN_IF_ERROR(Optional(map, "learning_rate", [&](auto& n, auto f) -> absl::Status {
     if (out.optimizer.learning_rate.has_value()) {
       const bool constant = out.optimizer.learning_rate->kind == LearningRate::Kind::kConstant;
       return FieldError(lines, f,
                         absl::StrCat("cannot be combined with compile.optimizer.",
                                      constant ? "learning_rate" : "schedule"));
     }
-    JOB_ASSIGN_OR_RETURN(double rate, ReadNumber(n, f, lines, kPositiveNumber));
+    COHORT_ASSIGN_OR_RETURN(double rate, ReadNumber(n, f, lines, kPositiveNumber));
     out.optimizer.learning_rate = LearningRate::Constant(rate);
     lines.emplace("compile.optimizer.learning_rate", lines.at(f));
     return absl::OkStatus();
   }));
-  JOB_RETURN_IF_ERROR(Optional(map, "loss", [&](auto& n, auto) {
-    JOB_ASSIGN_OR_RETURN(out.loss, ParseLoss(n, lines));
+  COHORT_RETURN_IF_ERROR(Optional(map, "loss", [&](auto& n, auto) {
+    COHORT_ASSIGN_OR_RETURN(out.loss, ParseLoss(n, lines));
     return absl::OkStatus();
   }));
   return Optional(map, "metrics", [&](auto& n, auto) {
-    JOB_ASSIGN_OR_RETURN(out.metrics, ParseMetrics(n, lines));
+    COHORT_ASSIGN_OR_RETURN(out.metrics, ParseMetrics(n, lines));
     return absl::OkStatus();
   });
 }

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/job/compile_yaml.h"
 #include "common/job/job_spec_yaml.h"
-#include "common/job/status_macros.h"
+#include "common/status_macros.h"
 #include "common/job/yaml_fields.h"
 #include "common/names.h"
 
@@ -26,52 +26,52 @@ class Parser {
   explicit Parser(fs::path base_dir) : base_dir_(std::move(base_dir)) {}
 
   absl::StatusOr<JobSpec> Parse(const YAML::Node& root, absl::string_view default_name) {
-    JOB_ASSIGN_OR_RETURN(YamlMap top,
+    COHORT_ASSIGN_OR_RETURN(YamlMap top,
                          YamlMap::Read(root, "",
                                        {"name", "model", "data", "fit", "compile", "resources",
                                         "checkpoint", "max_restarts", "priority"},
                                        lines_));
     JobSpec spec;
     if (std::optional<YAML::Node> name = top.Get("name")) {
-      JOB_ASSIGN_OR_RETURN(spec.name, ReadString(*name, "name", lines_));
+      COHORT_ASSIGN_OR_RETURN(spec.name, ReadString(*name, "name", lines_));
     } else {
-      JOB_RETURN_IF_ERROR(
+      COHORT_RETURN_IF_ERROR(
           CheckName(default_name, "name (not set; the default is the file's stem)"));
       spec.name = std::string(default_name);
     }
     std::optional<YAML::Node> model = top.Get("model");
     if (!model.has_value()) return top.Missing("model", lines_);
-    JOB_RETURN_IF_ERROR(ParseModel(*model, spec.model));
+    COHORT_RETURN_IF_ERROR(ParseModel(*model, spec.model));
     std::optional<YAML::Node> data = top.Get("data");
     if (!data.has_value()) return top.Missing("data", lines_);
-    JOB_RETURN_IF_ERROR(ParseData(*data, spec.data));
+    COHORT_RETURN_IF_ERROR(ParseData(*data, spec.data));
     if (std::optional<YAML::Node> fit = top.Get("fit"))
-      JOB_RETURN_IF_ERROR(ParseFit(*fit, spec.fit));
+      COHORT_RETURN_IF_ERROR(ParseFit(*fit, spec.fit));
     if (std::optional<YAML::Node> compile = top.Get("compile")) {
-      JOB_RETURN_IF_ERROR(ParseCompileSection(*compile, lines_, spec.compile));
+      COHORT_RETURN_IF_ERROR(ParseCompileSection(*compile, lines_, spec.compile));
     }
     if (std::optional<YAML::Node> resources = top.Get("resources")) {
-      JOB_RETURN_IF_ERROR(ParseResources(*resources, spec.resources));
+      COHORT_RETURN_IF_ERROR(ParseResources(*resources, spec.resources));
     }
     if (std::optional<YAML::Node> checkpoint = top.Get("checkpoint")) {
-      JOB_RETURN_IF_ERROR(ParseCheckpoint(*checkpoint, spec.checkpoint));
+      COHORT_RETURN_IF_ERROR(ParseCheckpoint(*checkpoint, spec.checkpoint));
     }
     if (std::optional<YAML::Node> n = top.Get("max_restarts")) {
-      JOB_ASSIGN_OR_RETURN(spec.max_restarts,
+      COHORT_ASSIGN_OR_RETURN(spec.max_restarts,
                            ReadInteger<int32_t>(*n, "max_restarts", lines_, kNonNegative));
     }
     if (std::optional<YAML::Node> n = top.Get("priority")) {
-      JOB_ASSIGN_OR_RETURN(spec.priority,
+      COHORT_ASSIGN_OR_RETURN(spec.priority,
                            ReadInteger<int32_t>(*n, "priority", lines_, "an integer"));
     }
-    JOB_RETURN_IF_ERROR(ValidateJobSpec(spec, lines_));
+    COHORT_RETURN_IF_ERROR(ValidateJobSpec(spec, lines_));
     return spec;
   }
 
  private:
   // An absolute, normalized path: relative ones are taken from the YAML's directory.
   absl::StatusOr<std::string> ReadPath(const YAML::Node& node, absl::string_view field) {
-    JOB_ASSIGN_OR_RETURN(std::string text, ReadString(node, field, lines_));
+    COHORT_ASSIGN_OR_RETURN(std::string text, ReadString(node, field, lines_));
     if (text[0] == '~') {
       return FieldError(lines_, field,
                         absl::StrCat("'~' is not expanded; write the full path, got '", text, "'"));
@@ -82,7 +82,7 @@ class Parser {
   }
 
   absl::Status ParseModel(const YAML::Node& node, ModelRef& out) {
-    JOB_ASSIGN_OR_RETURN(out.path, ReadPath(node, "model"));
+    COHORT_ASSIGN_OR_RETURN(out.path, ReadPath(node, "model"));
     if (absl::EndsWithIgnoreCase(out.path, ".keras")) {
       out.format = ModelFormat::kKeras;
     } else if (absl::EndsWithIgnoreCase(out.path, ".json")) {
@@ -98,71 +98,71 @@ class Parser {
   // A path, or {path: FILE.npz, key: ARRAY}.
   absl::Status ParseArray(const YAML::Node& node, const std::string& field, ArrayRef& out) {
     if (!node.IsMap()) {
-      JOB_ASSIGN_OR_RETURN(out.path, ReadPath(node, field));
+      COHORT_ASSIGN_OR_RETURN(out.path, ReadPath(node, field));
       return absl::OkStatus();
     }
-    JOB_ASSIGN_OR_RETURN(YamlMap map, YamlMap::Read(node, field, {"path", "key"}, lines_));
+    COHORT_ASSIGN_OR_RETURN(YamlMap map, YamlMap::Read(node, field, {"path", "key"}, lines_));
     std::optional<YAML::Node> path = map.Get("path");
     if (!path.has_value()) return map.Missing("path", lines_);
-    JOB_ASSIGN_OR_RETURN(out.path, ReadPath(*path, map.Field("path")));
+    COHORT_ASSIGN_OR_RETURN(out.path, ReadPath(*path, map.Field("path")));
     if (std::optional<YAML::Node> key = map.Get("key")) {
-      JOB_ASSIGN_OR_RETURN(out.key, ReadString(*key, map.Field("key"), lines_));
+      COHORT_ASSIGN_OR_RETURN(out.key, ReadString(*key, map.Field("key"), lines_));
     }
     return absl::OkStatus();
   }
 
   absl::Status ParseData(const YAML::Node& node, DataSpec& out) {
-    JOB_ASSIGN_OR_RETURN(
+    COHORT_ASSIGN_OR_RETURN(
         YamlMap map,
         YamlMap::Read(node, "data", {"x", "y", "validation_x", "validation_y", "validation_split"},
                       lines_));
     for (absl::string_view required : {"x", "y"}) {
       if (!map.Get(required).has_value()) return map.Missing(required, lines_);
     }
-    JOB_RETURN_IF_ERROR(ParseArray(*map.Get("x"), "data.x", out.x));
-    JOB_RETURN_IF_ERROR(ParseArray(*map.Get("y"), "data.y", out.y));
+    COHORT_RETURN_IF_ERROR(ParseArray(*map.Get("x"), "data.x", out.x));
+    COHORT_RETURN_IF_ERROR(ParseArray(*map.Get("y"), "data.y", out.y));
     if (std::optional<YAML::Node> v = map.Get("validation_x")) {
-      JOB_RETURN_IF_ERROR(ParseArray(*v, "data.validation_x", out.validation_x.emplace()));
+      COHORT_RETURN_IF_ERROR(ParseArray(*v, "data.validation_x", out.validation_x.emplace()));
     }
     if (std::optional<YAML::Node> v = map.Get("validation_y")) {
-      JOB_RETURN_IF_ERROR(ParseArray(*v, "data.validation_y", out.validation_y.emplace()));
+      COHORT_RETURN_IF_ERROR(ParseArray(*v, "data.validation_y", out.validation_y.emplace()));
     }
     if (std::optional<YAML::Node> v = map.Get("validation_split")) {
-      JOB_ASSIGN_OR_RETURN(out.validation_split,
+      COHORT_ASSIGN_OR_RETURN(out.validation_split,
                            ReadNumber(*v, "data.validation_split", lines_, "in [0, 1)"));
     }
     return absl::OkStatus();
   }
 
   absl::Status ParseFit(const YAML::Node& node, FitSpec& out) {
-    JOB_ASSIGN_OR_RETURN(
+    COHORT_ASSIGN_OR_RETURN(
         YamlMap map,
         YamlMap::Read(node, "fit", {"epochs", "batch_size", "shuffle", "seed"}, lines_));
     if (std::optional<YAML::Node> n = map.Get("epochs")) {
-      JOB_ASSIGN_OR_RETURN(out.epochs, ReadInteger<int32_t>(*n, "fit.epochs", lines_, kPositive));
+      COHORT_ASSIGN_OR_RETURN(out.epochs, ReadInteger<int32_t>(*n, "fit.epochs", lines_, kPositive));
     }
     if (std::optional<YAML::Node> n = map.Get("batch_size")) {
-      JOB_ASSIGN_OR_RETURN(out.batch_size,
+      COHORT_ASSIGN_OR_RETURN(out.batch_size,
                            ReadInteger<int64_t>(*n, "fit.batch_size", lines_, kPositive));
     }
     if (std::optional<YAML::Node> n = map.Get("shuffle")) {
-      JOB_ASSIGN_OR_RETURN(out.shuffle, ReadBool(*n, "fit.shuffle", lines_));
+      COHORT_ASSIGN_OR_RETURN(out.shuffle, ReadBool(*n, "fit.shuffle", lines_));
     }
     if (std::optional<YAML::Node> n = map.Get("seed")) {
-      JOB_ASSIGN_OR_RETURN(out.seed, ReadInteger<uint64_t>(*n, "fit.seed", lines_, kNonNegative));
+      COHORT_ASSIGN_OR_RETURN(out.seed, ReadInteger<uint64_t>(*n, "fit.seed", lines_, kNonNegative));
     }
     return absl::OkStatus();
   }
 
   absl::Status ParseResources(const YAML::Node& node, ResourcesSpec& out) {
-    JOB_ASSIGN_OR_RETURN(YamlMap map,
+    COHORT_ASSIGN_OR_RETURN(YamlMap map,
                          YamlMap::Read(node, "resources", {"workers", "device"}, lines_));
     if (std::optional<YAML::Node> n = map.Get("workers")) {
-      JOB_ASSIGN_OR_RETURN(out.workers,
+      COHORT_ASSIGN_OR_RETURN(out.workers,
                            ReadInteger<int32_t>(*n, "resources.workers", lines_, kPositive));
     }
     if (std::optional<YAML::Node> n = map.Get("device")) {
-      JOB_ASSIGN_OR_RETURN(std::string device, ReadString(*n, "resources.device", lines_));
+      COHORT_ASSIGN_OR_RETURN(std::string device, ReadString(*n, "resources.device", lines_));
       if (device == "cpu") {
         out.device = Device::kCpu;
       } else if (device == "cuda") {
@@ -176,14 +176,14 @@ class Parser {
   }
 
   absl::Status ParseCheckpoint(const YAML::Node& node, CheckpointSpec& out) {
-    JOB_ASSIGN_OR_RETURN(YamlMap map,
+    COHORT_ASSIGN_OR_RETURN(YamlMap map,
                          YamlMap::Read(node, "checkpoint", {"every_epochs", "keep"}, lines_));
     if (std::optional<YAML::Node> n = map.Get("every_epochs")) {
-      JOB_ASSIGN_OR_RETURN(out.every_epochs, ReadInteger<int32_t>(*n, "checkpoint.every_epochs",
+      COHORT_ASSIGN_OR_RETURN(out.every_epochs, ReadInteger<int32_t>(*n, "checkpoint.every_epochs",
                                                                   lines_, kNonNegative));
     }
     if (std::optional<YAML::Node> n = map.Get("keep")) {
-      JOB_ASSIGN_OR_RETURN(out.keep,
+      COHORT_ASSIGN_OR_RETURN(out.keep,
                            ReadInteger<int32_t>(*n, "checkpoint.keep", lines_, kPositive));
     }
     return absl::OkStatus();

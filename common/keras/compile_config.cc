@@ -89,7 +89,7 @@ absl::StatusOr<KerasObject> ReadObject(const Json& value, const FieldReader& whe
         absl::StrCat(what, " must be a name or a serialized object, got ", Describe(value)));
   }
   FieldReader obj(value, where.context());
-  KERAS_ASSIGN_OR_RETURN(std::string class_name, obj.String("class_name"));
+  COHORT_ASSIGN_OR_RETURN(std::string class_name, obj.String("class_name"));
   const Json* config = obj.Find("config");
   if (class_name == "function") {
     if (config == nullptr || !config->is_string()) {
@@ -120,27 +120,27 @@ absl::StatusOr<LearningRate> ReadLearningRate(const FieldReader& config, double 
     if (!(rate >= 0)) return config.Error("learning_rate must not be negative");
     return LearningRate::Constant(rate);
   }
-  KERAS_ASSIGN_OR_RETURN(KerasObject schedule, ReadObject(*value, config, "learning_rate"));
+  COHORT_ASSIGN_OR_RETURN(KerasObject schedule, ReadObject(*value, config, "learning_rate"));
   FieldReader s(ConfigOf(schedule),
                 absl::StrCat(config.context(), ": learning_rate ", schedule.name));
   LearningRate out;
   if (schedule.name == "ExponentialDecay") {
     out.kind = LearningRate::Kind::kExponentialDecay;
-    KERAS_ASSIGN_OR_RETURN(out.decay_rate, s.Double("decay_rate"));
-    KERAS_ASSIGN_OR_RETURN(out.staircase, s.Bool("staircase", false));
+    COHORT_ASSIGN_OR_RETURN(out.decay_rate, s.Double("decay_rate"));
+    COHORT_ASSIGN_OR_RETURN(out.staircase, s.Bool("staircase", false));
   } else if (schedule.name == "CosineDecay") {
     out.kind = LearningRate::Kind::kCosineDecay;
-    KERAS_ASSIGN_OR_RETURN(out.alpha, s.Double("alpha", 0.0));
-    KERAS_ASSIGN_OR_RETURN(out.warmup_target, s.OptionalDouble("warmup_target"));
-    KERAS_ASSIGN_OR_RETURN(out.warmup_steps, s.Int("warmup_steps", 0));
+    COHORT_ASSIGN_OR_RETURN(out.alpha, s.Double("alpha", 0.0));
+    COHORT_ASSIGN_OR_RETURN(out.warmup_target, s.OptionalDouble("warmup_target"));
+    COHORT_ASSIGN_OR_RETURN(out.warmup_steps, s.Int("warmup_steps", 0));
     if (out.warmup_steps < 0) return s.Error("warmup_steps must not be negative");
   } else {
     return config.Error(
         absl::StrCat("learning_rate schedule ", schedule.name,
                      " is not supported; supported: ExponentialDecay, CosineDecay"));
   }
-  KERAS_ASSIGN_OR_RETURN(out.initial, s.Double("initial_learning_rate"));
-  KERAS_ASSIGN_OR_RETURN(out.decay_steps, s.Int("decay_steps"));
+  COHORT_ASSIGN_OR_RETURN(out.initial, s.Double("initial_learning_rate"));
+  COHORT_ASSIGN_OR_RETURN(out.decay_steps, s.Int("decay_steps"));
   if (out.decay_steps < 1) return s.Error("decay_steps must be at least 1");
   return out;
 }
@@ -148,7 +148,7 @@ absl::StatusOr<LearningRate> ReadLearningRate(const FieldReader& config, double 
 absl::StatusOr<OptimizerConfig> ReadOptimizer(const FieldReader& compile) {
   const Json* value = compile.Find("optimizer");
   if (value == nullptr) return KerasDefaultOptimizer(OptimizerKind::kRmsprop);
-  KERAS_ASSIGN_OR_RETURN(KerasObject object, ReadObject(*value, compile, "optimizer"));
+  COHORT_ASSIGN_OR_RETURN(KerasObject object, ReadObject(*value, compile, "optimizer"));
   std::optional<OptimizerKind> kind = OptimizerKindFromName(object.name);
   if (!kind || object.is_function) {
     return compile.Error(absl::StrCat("optimizer ", object.name,
@@ -157,45 +157,45 @@ absl::StatusOr<OptimizerConfig> ReadOptimizer(const FieldReader& compile) {
   OptimizerConfig out = KerasDefaultOptimizer(*kind);
   FieldReader c(ConfigOf(object),
                 absl::StrCat(compile.context(), ": optimizer ", OptimizerKindName(*kind)));
-  KERAS_ASSIGN_OR_RETURN(out.learning_rate, ReadLearningRate(c, out.learning_rate.initial));
-  KERAS_ASSIGN_OR_RETURN(std::optional<double> weight_decay, c.OptionalDouble("weight_decay"));
+  COHORT_ASSIGN_OR_RETURN(out.learning_rate, ReadLearningRate(c, out.learning_rate.initial));
+  COHORT_ASSIGN_OR_RETURN(std::optional<double> weight_decay, c.OptionalDouble("weight_decay"));
   if (weight_decay) out.weight_decay = *weight_decay;
-  KERAS_ASSIGN_OR_RETURN(out.clipnorm, c.OptionalDouble("clipnorm"));
-  KERAS_ASSIGN_OR_RETURN(out.global_clipnorm, c.OptionalDouble("global_clipnorm"));
-  KERAS_ASSIGN_OR_RETURN(out.clipvalue, c.OptionalDouble("clipvalue"));
+  COHORT_ASSIGN_OR_RETURN(out.clipnorm, c.OptionalDouble("clipnorm"));
+  COHORT_ASSIGN_OR_RETURN(out.global_clipnorm, c.OptionalDouble("global_clipnorm"));
+  COHORT_ASSIGN_OR_RETURN(out.clipvalue, c.OptionalDouble("clipvalue"));
   if (out.clipnorm.has_value() + out.global_clipnorm.has_value() + out.clipvalue.has_value() > 1) {
     return c.Error("only one of clipnorm, global_clipnorm and clipvalue may be set");
   }
-  KERAS_ASSIGN_OR_RETURN(bool use_ema, c.Bool("use_ema", false));
+  COHORT_ASSIGN_OR_RETURN(bool use_ema, c.Bool("use_ema", false));
   if (use_ema) return c.Error("use_ema=True is not supported");
-  KERAS_RETURN_IF_ERROR(c.RequireNull("loss_scale_factor", "loss scaling"));
-  KERAS_ASSIGN_OR_RETURN(int64_t accumulation, c.Int("gradient_accumulation_steps", 1));
+  COHORT_RETURN_IF_ERROR(c.RequireNull("loss_scale_factor", "loss scaling"));
+  COHORT_ASSIGN_OR_RETURN(int64_t accumulation, c.Int("gradient_accumulation_steps", 1));
   if (accumulation != 1) return c.Error("gradient_accumulation_steps is not supported");
   switch (*kind) {
     case OptimizerKind::kSgd: {
-      KERAS_ASSIGN_OR_RETURN(out.momentum, c.Double("momentum", out.momentum));
-      KERAS_ASSIGN_OR_RETURN(out.nesterov, c.Bool("nesterov", out.nesterov));
+      COHORT_ASSIGN_OR_RETURN(out.momentum, c.Double("momentum", out.momentum));
+      COHORT_ASSIGN_OR_RETURN(out.nesterov, c.Bool("nesterov", out.nesterov));
       break;
     }
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW: {
-      KERAS_ASSIGN_OR_RETURN(out.beta_1, c.Double("beta_1", out.beta_1));
-      KERAS_ASSIGN_OR_RETURN(out.beta_2, c.Double("beta_2", out.beta_2));
-      KERAS_ASSIGN_OR_RETURN(out.epsilon, c.Double("epsilon", out.epsilon));
-      KERAS_ASSIGN_OR_RETURN(out.amsgrad, c.Bool("amsgrad", out.amsgrad));
+      COHORT_ASSIGN_OR_RETURN(out.beta_1, c.Double("beta_1", out.beta_1));
+      COHORT_ASSIGN_OR_RETURN(out.beta_2, c.Double("beta_2", out.beta_2));
+      COHORT_ASSIGN_OR_RETURN(out.epsilon, c.Double("epsilon", out.epsilon));
+      COHORT_ASSIGN_OR_RETURN(out.amsgrad, c.Bool("amsgrad", out.amsgrad));
       break;
     }
     case OptimizerKind::kRmsprop: {
-      KERAS_ASSIGN_OR_RETURN(out.rho, c.Double("rho", out.rho));
-      KERAS_ASSIGN_OR_RETURN(out.momentum, c.Double("momentum", out.momentum));
-      KERAS_ASSIGN_OR_RETURN(out.epsilon, c.Double("epsilon", out.epsilon));
-      KERAS_ASSIGN_OR_RETURN(out.centered, c.Bool("centered", out.centered));
+      COHORT_ASSIGN_OR_RETURN(out.rho, c.Double("rho", out.rho));
+      COHORT_ASSIGN_OR_RETURN(out.momentum, c.Double("momentum", out.momentum));
+      COHORT_ASSIGN_OR_RETURN(out.epsilon, c.Double("epsilon", out.epsilon));
+      COHORT_ASSIGN_OR_RETURN(out.centered, c.Bool("centered", out.centered));
       break;
     }
     case OptimizerKind::kAdagrad: {
-      KERAS_ASSIGN_OR_RETURN(out.initial_accumulator_value,
+      COHORT_ASSIGN_OR_RETURN(out.initial_accumulator_value,
                              c.Double("initial_accumulator_value", out.initial_accumulator_value));
-      KERAS_ASSIGN_OR_RETURN(out.epsilon, c.Double("epsilon", out.epsilon));
+      COHORT_ASSIGN_OR_RETURN(out.epsilon, c.Double("epsilon", out.epsilon));
       break;
     }
   }
@@ -212,7 +212,7 @@ absl::StatusOr<std::optional<LossConfig>> ReadLoss(const FieldReader& compile) {
     if (value->is_null()) return std::optional<LossConfig>();
   }
   if (value == nullptr) return std::optional<LossConfig>();
-  KERAS_ASSIGN_OR_RETURN(KerasObject object, ReadObject(*value, compile, "loss"));
+  COHORT_ASSIGN_OR_RETURN(KerasObject object, ReadObject(*value, compile, "loss"));
   std::optional<LossKind> kind = LossKindFromName(object.name);
   if (!kind) {
     return compile.Error(
@@ -220,20 +220,20 @@ absl::StatusOr<std::optional<LossConfig>> ReadLoss(const FieldReader& compile) {
   }
   LossConfig out = KerasDefaultLoss(*kind);
   FieldReader c(ConfigOf(object), absl::StrCat(compile.context(), ": loss ", object.name));
-  KERAS_ASSIGN_OR_RETURN(std::string reduction, c.String("reduction", "sum_over_batch_size"));
+  COHORT_ASSIGN_OR_RETURN(std::string reduction, c.String("reduction", "sum_over_batch_size"));
   if (reduction != "sum_over_batch_size") {
     return c.Error(
         absl::StrCat("reduction '", reduction, "' is not supported (only sum_over_batch_size)"));
   }
-  KERAS_ASSIGN_OR_RETURN(out.from_logits, c.Bool("from_logits", false));
-  KERAS_ASSIGN_OR_RETURN(out.label_smoothing, c.Double("label_smoothing", 0.0));
+  COHORT_ASSIGN_OR_RETURN(out.from_logits, c.Bool("from_logits", false));
+  COHORT_ASSIGN_OR_RETURN(out.label_smoothing, c.Double("label_smoothing", 0.0));
   if (out.label_smoothing < 0 || out.label_smoothing > 1) {
     return c.Error("label_smoothing must be in [0, 1]");
   }
-  KERAS_ASSIGN_OR_RETURN(out.delta, c.Double("delta", 1.0));
-  KERAS_ASSIGN_OR_RETURN(int64_t axis, c.Int("axis", -1));
+  COHORT_ASSIGN_OR_RETURN(out.delta, c.Double("delta", 1.0));
+  COHORT_ASSIGN_OR_RETURN(int64_t axis, c.Int("axis", -1));
   if (axis != -1) return c.Error("an axis other than -1 is not supported");
-  KERAS_RETURN_IF_ERROR(c.RequireNull("ignore_class", "ignored classes"));
+  COHORT_RETURN_IF_ERROR(c.RequireNull("ignore_class", "ignored classes"));
   return std::optional<LossConfig>(out);
 }
 
@@ -249,7 +249,7 @@ absl::StatusOr<double> ReadLossWeight(const FieldReader& compile) {
 }
 
 absl::StatusOr<MetricConfig> ReadMetric(const Json& value, const FieldReader& compile) {
-  KERAS_ASSIGN_OR_RETURN(KerasObject object, ReadObject(value, compile, "metric"));
+  COHORT_ASSIGN_OR_RETURN(KerasObject object, ReadObject(value, compile, "metric"));
   std::optional<MetricConfig> metric;
   if (value.is_object() && !object.is_function && object.name == "Accuracy") {
     metric = MakeMetric(MetricKind::kExactAccuracy, "accuracy");
@@ -262,14 +262,14 @@ absl::StatusOr<MetricConfig> ReadMetric(const Json& value, const FieldReader& co
   }
   if (object.config != nullptr) {
     FieldReader c(*object.config, absl::StrCat(compile.context(), ": metric ", object.name));
-    KERAS_ASSIGN_OR_RETURN(metric->name, c.String("name", metric->name));
-    KERAS_ASSIGN_OR_RETURN(metric->threshold, c.Double("threshold", 0.5));
+    COHORT_ASSIGN_OR_RETURN(metric->name, c.String("name", metric->name));
+    COHORT_ASSIGN_OR_RETURN(metric->threshold, c.Double("threshold", 0.5));
   }
   return *metric;
 }
 
 absl::StatusOr<std::vector<MetricConfig>> ReadMetrics(const FieldReader& compile) {
-  KERAS_RETURN_IF_ERROR(compile.RequireNull("weighted_metrics", "weighted metrics"));
+  COHORT_RETURN_IF_ERROR(compile.RequireNull("weighted_metrics", "weighted metrics"));
   const Json* value = compile.Find("metrics");
   std::vector<MetricConfig> out;
   if (value == nullptr) return out;
@@ -280,7 +280,7 @@ absl::StatusOr<std::vector<MetricConfig>> ReadMetrics(const FieldReader& compile
   for (const Json& m : *value) {
     if (m.is_array())
       return compile.Error("metrics per output (several outputs) are not supported");
-    KERAS_ASSIGN_OR_RETURN(MetricConfig metric, ReadMetric(m, compile));
+    COHORT_ASSIGN_OR_RETURN(MetricConfig metric, ReadMetric(m, compile));
     out.push_back(std::move(metric));
   }
   return out;
@@ -400,10 +400,10 @@ absl::StatusOr<CompileConfig> ParseCompileConfig(const Json& compile_config) {
   }
   FieldReader compile(compile_config, "compile_config");
   CompileConfig out;
-  KERAS_ASSIGN_OR_RETURN(out.optimizer, ReadOptimizer(compile));
-  KERAS_ASSIGN_OR_RETURN(out.loss, ReadLoss(compile));
-  KERAS_ASSIGN_OR_RETURN(out.loss_weight, ReadLossWeight(compile));
-  KERAS_ASSIGN_OR_RETURN(out.metrics, ReadMetrics(compile));
+  COHORT_ASSIGN_OR_RETURN(out.optimizer, ReadOptimizer(compile));
+  COHORT_ASSIGN_OR_RETURN(out.loss, ReadLoss(compile));
+  COHORT_ASSIGN_OR_RETURN(out.loss_weight, ReadLossWeight(compile));
+  COHORT_ASSIGN_OR_RETURN(out.metrics, ReadMetrics(compile));
   return out;
 }
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "common/keras/status_macros.h"
+#include "common/status_macros.h"
 
 namespace cohort::keras {
 namespace {
@@ -108,8 +108,8 @@ absl::Status CheckData(const ModelIr& model, const ArraySpec& x, const ArraySpec
         absl::StrCat("x has ", x.shape[0], " rows but y has ", y.shape[0]));
   }
   if (x.shape[0] < 1) return absl::InvalidArgumentError("x and y have no rows");
-  KERAS_RETURN_IF_ERROR(CheckX(model, x));
-  KERAS_ASSIGN_OR_RETURN(std::vector<Shape> shapes, InferShapes(model, Rows(x), limits));
+  COHORT_RETURN_IF_ERROR(CheckX(model, x));
+  COHORT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, InferShapes(model, Rows(x), limits));
   return CheckY(shapes.back(), Rows(y), loss);
 }
 

@@ -60,7 +60,7 @@ absl::StatusOr<std::string> SingleEndpoint(const FieldReader& config, absl::stri
   }
   std::vector<std::string> names;
   for (const Json* t : triples) {
-    KERAS_ASSIGN_OR_RETURN(std::string name, HistoryLayer(*t, absl::StrCat("an entry of ", key)));
+    COHORT_ASSIGN_OR_RETURN(std::string name, HistoryLayer(*t, absl::StrCat("an entry of ", key)));
     names.push_back(absl::StrCat("'", name, "'"));
   }
   if (names.size() != 1) {
@@ -123,11 +123,11 @@ absl::StatusOr<std::vector<std::string>> Producers(const Node& node, const Json&
     if (!arg.is_array() || arg.empty())
       return LayerError(node, "must be called on a list of tensors");
     for (const Json& t : arg) {
-      KERAS_ASSIGN_OR_RETURN(std::string p, TensorProducer(node, t));
+      COHORT_ASSIGN_OR_RETURN(std::string p, TensorProducer(node, t));
       producers.push_back(std::move(p));
     }
   } else {
-    KERAS_ASSIGN_OR_RETURN(std::string p, TensorProducer(node, arg));
+    COHORT_ASSIGN_OR_RETURN(std::string p, TensorProducer(node, arg));
     producers.push_back(std::move(p));
   }
   return producers;
@@ -150,14 +150,14 @@ absl::StatusOr<std::vector<Node>> ParseFunctionalGraph(const FieldReader& model_
   std::vector<Node> nodes;
   std::map<std::string, int> index_of;
   for (size_t i = 0; i < layers->size(); ++i) {
-    KERAS_ASSIGN_OR_RETURN(Node node, ParseLayerEntry((*layers)[i], i));
+    COHORT_ASSIGN_OR_RETURN(Node node, ParseLayerEntry((*layers)[i], i));
     if (!index_of.emplace(node.name, static_cast<int>(i)).second) {
       return absl::InvalidArgumentError(absl::StrCat("two layers are named '", node.name, "'"));
     }
     nodes.push_back(std::move(node));
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
-    KERAS_ASSIGN_OR_RETURN(std::vector<std::string> producers, Producers(nodes[i], (*layers)[i]));
+    COHORT_ASSIGN_OR_RETURN(std::vector<std::string> producers, Producers(nodes[i], (*layers)[i]));
     for (const std::string& p : producers) {
       auto it = index_of.find(p);
       if (it == index_of.end()) {
@@ -167,9 +167,9 @@ absl::StatusOr<std::vector<Node>> ParseFunctionalGraph(const FieldReader& model_
       nodes[i].inputs.push_back(it->second);
     }
   }
-  KERAS_ASSIGN_OR_RETURN(std::string input_name,
+  COHORT_ASSIGN_OR_RETURN(std::string input_name,
                          SingleEndpoint(model_config, "input_layers", "input"));
-  KERAS_ASSIGN_OR_RETURN(std::string output_name,
+  COHORT_ASSIGN_OR_RETURN(std::string output_name,
                          SingleEndpoint(model_config, "output_layers", "output"));
   auto input_it = index_of.find(input_name);
   auto output_it = index_of.find(output_name);

@@ -67,13 +67,13 @@ absl::StatusOr<std::optional<int64_t>> FieldReader::OptionalInt(absl::string_vie
 }
 
 absl::StatusOr<int64_t> FieldReader::Int(absl::string_view key) const {
-  KERAS_ASSIGN_OR_RETURN(std::optional<int64_t> v, OptionalInt(key));
+  COHORT_ASSIGN_OR_RETURN(std::optional<int64_t> v, OptionalInt(key));
   if (!v) return Error(absl::StrCat("field '", key, "' is missing"));
   return *v;
 }
 
 absl::StatusOr<int64_t> FieldReader::Int(absl::string_view key, int64_t fallback) const {
-  KERAS_ASSIGN_OR_RETURN(std::optional<int64_t> v, OptionalInt(key));
+  COHORT_ASSIGN_OR_RETURN(std::optional<int64_t> v, OptionalInt(key));
   return v.value_or(fallback);
 }
 
@@ -85,13 +85,13 @@ absl::StatusOr<std::optional<double>> FieldReader::OptionalDouble(absl::string_v
 }
 
 absl::StatusOr<double> FieldReader::Double(absl::string_view key) const {
-  KERAS_ASSIGN_OR_RETURN(std::optional<double> v, OptionalDouble(key));
+  COHORT_ASSIGN_OR_RETURN(std::optional<double> v, OptionalDouble(key));
   if (!v) return Error(absl::StrCat("field '", key, "' is missing"));
   return *v;
 }
 
 absl::StatusOr<double> FieldReader::Double(absl::string_view key, double fallback) const {
-  KERAS_ASSIGN_OR_RETURN(std::optional<double> v, OptionalDouble(key));
+  COHORT_ASSIGN_OR_RETURN(std::optional<double> v, OptionalDouble(key));
   return v.value_or(fallback);
 }
 

@@ -14,7 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "common/keras/status_macros.h"
+#include "common/status_macros.h"
 
 namespace cohort::keras::internal {
 

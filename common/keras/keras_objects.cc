@@ -100,7 +100,7 @@ Initializer VarianceScaling(double scale, Initializer::FanMode mode,
 }
 
 absl::Status ReadFanMode(const FieldReader& config, Initializer& out) {
-  KERAS_ASSIGN_OR_RETURN(std::string mode, config.String("mode", "fan_in"));
+  COHORT_ASSIGN_OR_RETURN(std::string mode, config.String("mode", "fan_in"));
   if (mode == "fan_in") {
     out.mode = Initializer::FanMode::kFanIn;
   } else if (mode == "fan_out") {
@@ -114,7 +114,7 @@ absl::Status ReadFanMode(const FieldReader& config, Initializer& out) {
 }
 
 absl::Status ReadDistribution(const FieldReader& config, Initializer& out) {
-  KERAS_ASSIGN_OR_RETURN(std::string d, config.String("distribution", "truncated_normal"));
+  COHORT_ASSIGN_OR_RETURN(std::string d, config.String("distribution", "truncated_normal"));
   if (d == "uniform") {
     out.distribution = Initializer::Distribution::kUniform;
   } else if (d == "truncated_normal" || d == "normal") {
@@ -142,30 +142,30 @@ absl::StatusOr<Initializer> MakeInitializer(InitFamily family, const FieldReader
       return Initializer::Ones();
     case InitFamily::kConstant: {
       out.kind = Kind::kConstant;
-      KERAS_ASSIGN_OR_RETURN(out.value, config.Double("value", 0.0));
+      COHORT_ASSIGN_OR_RETURN(out.value, config.Double("value", 0.0));
       return out;
     }
     case InitFamily::kRandomNormal:
     case InitFamily::kTruncatedNormal: {
       out.kind = family == InitFamily::kRandomNormal ? Kind::kRandomNormal : Kind::kTruncatedNormal;
-      KERAS_ASSIGN_OR_RETURN(out.mean, config.Double("mean", 0.0));
-      KERAS_ASSIGN_OR_RETURN(out.stddev, config.Double("stddev", 0.05));
+      COHORT_ASSIGN_OR_RETURN(out.mean, config.Double("mean", 0.0));
+      COHORT_ASSIGN_OR_RETURN(out.stddev, config.Double("stddev", 0.05));
       if (out.stddev < 0) return config.Error("stddev must not be negative");
       break;
     }
     case InitFamily::kRandomUniform: {
       out.kind = Kind::kRandomUniform;
-      KERAS_ASSIGN_OR_RETURN(out.minval, config.Double("minval", -0.05));
-      KERAS_ASSIGN_OR_RETURN(out.maxval, config.Double("maxval", 0.05));
+      COHORT_ASSIGN_OR_RETURN(out.minval, config.Double("minval", -0.05));
+      COHORT_ASSIGN_OR_RETURN(out.maxval, config.Double("maxval", 0.05));
       if (out.minval > out.maxval) return config.Error("minval is larger than maxval");
       break;
     }
     case InitFamily::kVarianceScaling: {
-      KERAS_ASSIGN_OR_RETURN(double scale, config.Double("scale", 1.0));
+      COHORT_ASSIGN_OR_RETURN(double scale, config.Double("scale", 1.0));
       if (!(scale > 0)) return config.Error("scale must be positive");
       out = VarianceScaling(scale, Fan::kFanIn, Dist::kTruncatedNormal);
-      KERAS_RETURN_IF_ERROR(ReadFanMode(config, out));
-      KERAS_RETURN_IF_ERROR(ReadDistribution(config, out));
+      COHORT_RETURN_IF_ERROR(ReadFanMode(config, out));
+      COHORT_RETURN_IF_ERROR(ReadDistribution(config, out));
       break;
     }
     case InitFamily::kGlorotUniform:
@@ -188,10 +188,10 @@ absl::StatusOr<Initializer> MakeInitializer(InitFamily family, const FieldReader
       break;
   }
   if (out.kind == Kind::kVarianceScaling) {
-    KERAS_RETURN_IF_ERROR(config.RequireNull("input_axes", "custom fan axes"));
-    KERAS_RETURN_IF_ERROR(config.RequireNull("output_axes", "custom fan axes"));
+    COHORT_RETURN_IF_ERROR(config.RequireNull("input_axes", "custom fan axes"));
+    COHORT_RETURN_IF_ERROR(config.RequireNull("output_axes", "custom fan axes"));
   }
-  KERAS_ASSIGN_OR_RETURN(out.seed, config.OptionalInt("seed"));
+  COHORT_ASSIGN_OR_RETURN(out.seed, config.OptionalInt("seed"));
   return out;
 }
 
@@ -217,7 +217,7 @@ absl::StatusOr<Activation> ReadActivation(const FieldReader& fields, absl::strin
   if (value->is_string()) {
     name = value->get<std::string>();
   } else if (value->is_object()) {
-    KERAS_ASSIGN_OR_RETURN(std::string class_name, ObjectClassName(fields, key, *value));
+    COHORT_ASSIGN_OR_RETURN(std::string class_name, ObjectClassName(fields, key, *value));
     auto config = value->find("config");
     if (class_name != "function" || config == value->end() || !config->is_string()) {
       return fields.Error(absl::StrCat(
@@ -245,7 +245,7 @@ absl::StatusOr<Initializer> ReadInitializer(const FieldReader& fields, absl::str
   if (value->is_string()) {
     name = value->get<std::string>();
   } else if (value->is_object()) {
-    KERAS_ASSIGN_OR_RETURN(name, ObjectClassName(fields, key, *value));
+    COHORT_ASSIGN_OR_RETURN(name, ObjectClassName(fields, key, *value));
     auto it = value->find("config");
     if (it != value->end() && !it->is_null()) {
       if (!it->is_object()) {
@@ -276,14 +276,14 @@ absl::Status CheckFloat32Policy(const FieldReader& fields) {
     name = value->get<std::string>();
   } else if (value->is_object()) {
     FieldReader policy(*value, fields.context());
-    KERAS_ASSIGN_OR_RETURN(std::string class_name, policy.String("class_name", "DTypePolicy"));
+    COHORT_ASSIGN_OR_RETURN(std::string class_name, policy.String("class_name", "DTypePolicy"));
     if (class_name != "DTypePolicy" && class_name != "FloatDTypePolicy") {
       return fields.Error(absl::StrCat("dtype policy ", class_name,
                                        " is not supported (Cohort computes in float32)"));
     }
     const Json* config = policy.Find("config");
     if (config == nullptr) return fields.Error("dtype policy has no config");
-    KERAS_ASSIGN_OR_RETURN(name, FieldReader(*config, fields.context()).String("name"));
+    COHORT_ASSIGN_OR_RETURN(name, FieldReader(*config, fields.context()).String("name"));
   } else {
     return fields.Error(
         absl::StrCat("field 'dtype' must be a dtype policy, got ", Describe(*value)));
@@ -296,7 +296,7 @@ absl::Status CheckFloat32Policy(const FieldReader& fields) {
 }
 
 absl::StatusOr<DType> ReadDType(const FieldReader& fields, absl::string_view key) {
-  KERAS_ASSIGN_OR_RETURN(std::string name, fields.String(key, "float32"));
+  COHORT_ASSIGN_OR_RETURN(std::string name, fields.String(key, "float32"));
   std::optional<DType> dtype = DTypeFromName(name);
   if (!dtype) return fields.Error(absl::StrCat("dtype '", name, "' is not a known dtype"));
   return *dtype;

@@ -12,7 +12,7 @@ namespace cohort::keras::internal {
 namespace {
 
 absl::StatusOr<int64_t> PositiveInt(const FieldReader& config, absl::string_view key) {
-  KERAS_ASSIGN_OR_RETURN(int64_t v, config.Int(key));
+  COHORT_ASSIGN_OR_RETURN(int64_t v, config.Int(key));
   if (v < 1) return config.Error(absl::StrCat(key, " must be at least 1, got ", v));
   return v;
 }
@@ -22,7 +22,7 @@ template <int N>
 absl::StatusOr<std::array<int64_t, N>> PositiveTuple(const FieldReader& config,
                                                      absl::string_view key,
                                                      std::optional<int64_t> fallback) {
-  KERAS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v, config.IntList(key, N));
+  COHORT_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> v, config.IntList(key, N));
   if (!v) {
     if (!fallback) return config.Error(absl::StrCat("field '", key, "' is missing"));
     v = std::vector<int64_t>(N, *fallback);
@@ -39,7 +39,7 @@ absl::StatusOr<std::array<int64_t, N>> PositiveTuple(const FieldReader& config,
 }
 
 absl::Status CheckChannelsLast(const FieldReader& config) {
-  KERAS_ASSIGN_OR_RETURN(std::string format, config.String("data_format", "channels_last"));
+  COHORT_ASSIGN_OR_RETURN(std::string format, config.String("data_format", "channels_last"));
   if (format == "channels_last") return absl::OkStatus();
   if (format == "channels_first") {
     return config.Error(
@@ -50,7 +50,7 @@ absl::Status CheckChannelsLast(const FieldReader& config) {
 }
 
 absl::StatusOr<Padding> ReadPadding(const FieldReader& config, bool allow_causal) {
-  KERAS_ASSIGN_OR_RETURN(std::string padding, config.String("padding", "valid"));
+  COHORT_ASSIGN_OR_RETURN(std::string padding, config.String("padding", "valid"));
   padding = absl::AsciiStrToLower(padding);
   if (padding == "valid") return Padding::kValid;
   if (padding == "same") return Padding::kSame;
@@ -64,17 +64,17 @@ absl::StatusOr<Padding> ReadPadding(const FieldReader& config, bool allow_causal
 absl::Status RequireNoExtras(const FieldReader& config,
                              std::initializer_list<absl::string_view> vars) {
   for (absl::string_view var : vars) {
-    KERAS_RETURN_IF_ERROR(config.RequireNull(absl::StrCat(var, "_regularizer"), "regularizers"));
-    KERAS_RETURN_IF_ERROR(config.RequireNull(absl::StrCat(var, "_constraint"), "constraints"));
+    COHORT_RETURN_IF_ERROR(config.RequireNull(absl::StrCat(var, "_regularizer"), "regularizers"));
+    COHORT_RETURN_IF_ERROR(config.RequireNull(absl::StrCat(var, "_constraint"), "constraints"));
   }
-  KERAS_RETURN_IF_ERROR(config.RequireNull("lora_rank", "LoRA"));
+  COHORT_RETURN_IF_ERROR(config.RequireNull("lora_rank", "LoRA"));
   return config.RequireNull("quantization_config", "quantized layers");
 }
 
 absl::StatusOr<int> ReadAxis(const FieldReader& config, int64_t fallback) {
   const Json* v = config.Find("axis");
   if (v != nullptr && v->is_array()) return config.Error("axis must be a single integer");
-  KERAS_ASSIGN_OR_RETURN(int64_t axis, config.Int("axis", fallback));
+  COHORT_ASSIGN_OR_RETURN(int64_t axis, config.Int("axis", fallback));
   if (axis < -64 || axis > 64) return config.Error(absl::StrCat("axis ", axis, " is out of range"));
   return static_cast<int>(axis);
 }
@@ -87,7 +87,7 @@ absl::StatusOr<InputLayerConfig> ParseInputLayer(const FieldReader& config) {
   }
   InputLayerConfig out;
   for (absl::string_view flag : {"sparse", "ragged", "optional"}) {
-    KERAS_ASSIGN_OR_RETURN(bool set, config.Bool(flag, false));
+    COHORT_ASSIGN_OR_RETURN(bool set, config.Bool(flag, false));
     if (set) return config.Error(absl::StrCat(flag, " inputs are not supported"));
   }
   const Json* batch_shape = config.Find("batch_shape");
@@ -112,33 +112,33 @@ absl::StatusOr<InputLayerConfig> ParseInputLayer(const FieldReader& config) {
     }
     out.shape.push_back(*dim);
   }
-  KERAS_ASSIGN_OR_RETURN(out.dtype, ReadDType(config, "dtype"));
+  COHORT_ASSIGN_OR_RETURN(out.dtype, ReadDType(config, "dtype"));
   return out;
 }
 
 absl::StatusOr<DenseConfig> ParseDense(const FieldReader& config) {
   DenseConfig out;
-  KERAS_ASSIGN_OR_RETURN(out.units, PositiveInt(config, "units"));
-  KERAS_ASSIGN_OR_RETURN(out.activation, ReadActivation(config, "activation"));
-  KERAS_ASSIGN_OR_RETURN(out.use_bias, config.Bool("use_bias", true));
-  KERAS_ASSIGN_OR_RETURN(out.kernel_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.units, PositiveInt(config, "units"));
+  COHORT_ASSIGN_OR_RETURN(out.activation, ReadActivation(config, "activation"));
+  COHORT_ASSIGN_OR_RETURN(out.use_bias, config.Bool("use_bias", true));
+  COHORT_ASSIGN_OR_RETURN(out.kernel_initializer,
                          ReadInitializer(config, "kernel_initializer", out.kernel_initializer));
-  KERAS_ASSIGN_OR_RETURN(out.bias_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.bias_initializer,
                          ReadInitializer(config, "bias_initializer", out.bias_initializer));
-  KERAS_RETURN_IF_ERROR(RequireNoExtras(config, {"kernel", "bias"}));
+  COHORT_RETURN_IF_ERROR(RequireNoExtras(config, {"kernel", "bias"}));
   return out;
 }
 
 template <int N>
 absl::StatusOr<ConvConfig<N>> ParseConv(const FieldReader& config) {
   ConvConfig<N> out;
-  KERAS_RETURN_IF_ERROR(CheckChannelsLast(config));
-  KERAS_ASSIGN_OR_RETURN(out.filters, PositiveInt(config, "filters"));
-  KERAS_ASSIGN_OR_RETURN(out.kernel_size, PositiveTuple<N>(config, "kernel_size", std::nullopt));
-  KERAS_ASSIGN_OR_RETURN(out.strides, PositiveTuple<N>(config, "strides", 1));
-  KERAS_ASSIGN_OR_RETURN(out.dilation_rate, PositiveTuple<N>(config, "dilation_rate", 1));
-  KERAS_ASSIGN_OR_RETURN(out.padding, ReadPadding(config, /*allow_causal=*/N == 1));
-  KERAS_ASSIGN_OR_RETURN(out.groups, config.Int("groups", 1));
+  COHORT_RETURN_IF_ERROR(CheckChannelsLast(config));
+  COHORT_ASSIGN_OR_RETURN(out.filters, PositiveInt(config, "filters"));
+  COHORT_ASSIGN_OR_RETURN(out.kernel_size, PositiveTuple<N>(config, "kernel_size", std::nullopt));
+  COHORT_ASSIGN_OR_RETURN(out.strides, PositiveTuple<N>(config, "strides", 1));
+  COHORT_ASSIGN_OR_RETURN(out.dilation_rate, PositiveTuple<N>(config, "dilation_rate", 1));
+  COHORT_ASSIGN_OR_RETURN(out.padding, ReadPadding(config, /*allow_causal=*/N == 1));
+  COHORT_ASSIGN_OR_RETURN(out.groups, config.Int("groups", 1));
   if (out.groups < 1) return config.Error("groups must be at least 1");
   if (out.filters % out.groups != 0) {
     return config.Error(absl::StrCat("filters (", out.filters, ") must be a multiple of groups (",
@@ -150,13 +150,13 @@ absl::StatusOr<ConvConfig<N>> ParseConv(const FieldReader& config) {
     dilated |= out.dilation_rate[i] > 1;
   }
   if (strided && dilated) return config.Error("strides > 1 together with dilation_rate > 1");
-  KERAS_ASSIGN_OR_RETURN(out.activation, ReadActivation(config, "activation"));
-  KERAS_ASSIGN_OR_RETURN(out.use_bias, config.Bool("use_bias", true));
-  KERAS_ASSIGN_OR_RETURN(out.kernel_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.activation, ReadActivation(config, "activation"));
+  COHORT_ASSIGN_OR_RETURN(out.use_bias, config.Bool("use_bias", true));
+  COHORT_ASSIGN_OR_RETURN(out.kernel_initializer,
                          ReadInitializer(config, "kernel_initializer", out.kernel_initializer));
-  KERAS_ASSIGN_OR_RETURN(out.bias_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.bias_initializer,
                          ReadInitializer(config, "bias_initializer", out.bias_initializer));
-  KERAS_RETURN_IF_ERROR(RequireNoExtras(config, {"kernel", "bias"}));
+  COHORT_RETURN_IF_ERROR(RequireNoExtras(config, {"kernel", "bias"}));
   return out;
 }
 
@@ -164,28 +164,28 @@ template <typename Config>
 absl::StatusOr<Config> ParsePooling(const FieldReader& config) {
   constexpr int kN = std::tuple_size_v<decltype(Config::pool_size)>;
   Config out;
-  KERAS_RETURN_IF_ERROR(CheckChannelsLast(config));
-  KERAS_ASSIGN_OR_RETURN(out.pool_size, PositiveTuple<kN>(config, "pool_size", 2));
+  COHORT_RETURN_IF_ERROR(CheckChannelsLast(config));
+  COHORT_ASSIGN_OR_RETURN(out.pool_size, PositiveTuple<kN>(config, "pool_size", 2));
   if (config.Find("strides") == nullptr) {
     out.strides = out.pool_size;
   } else {
-    KERAS_ASSIGN_OR_RETURN(out.strides, PositiveTuple<kN>(config, "strides", std::nullopt));
+    COHORT_ASSIGN_OR_RETURN(out.strides, PositiveTuple<kN>(config, "strides", std::nullopt));
   }
-  KERAS_ASSIGN_OR_RETURN(out.padding, ReadPadding(config, /*allow_causal=*/false));
+  COHORT_ASSIGN_OR_RETURN(out.padding, ReadPadding(config, /*allow_causal=*/false));
   return out;
 }
 
 template <typename Config>
 absl::StatusOr<Config> ParseGlobalPooling(const FieldReader& config) {
   Config out;
-  KERAS_RETURN_IF_ERROR(CheckChannelsLast(config));
-  KERAS_ASSIGN_OR_RETURN(out.keepdims, config.Bool("keepdims", false));
+  COHORT_RETURN_IF_ERROR(CheckChannelsLast(config));
+  COHORT_ASSIGN_OR_RETURN(out.keepdims, config.Bool("keepdims", false));
   return out;
 }
 
 absl::StatusOr<ReshapeConfig> ParseReshape(const FieldReader& config) {
   ReshapeConfig out;
-  KERAS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> target,
+  COHORT_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> target,
                          config.IntList("target_shape"));
   if (!target) return config.Error("field 'target_shape' is missing");
   int wildcards = 0;
@@ -203,11 +203,11 @@ absl::StatusOr<ReshapeConfig> ParseReshape(const FieldReader& config) {
 
 absl::StatusOr<DropoutConfig> ParseDropout(const FieldReader& config) {
   DropoutConfig out;
-  KERAS_ASSIGN_OR_RETURN(out.rate, config.Double("rate"));
+  COHORT_ASSIGN_OR_RETURN(out.rate, config.Double("rate"));
   if (!(out.rate >= 0 && out.rate < 1)) {
     return config.Error(absl::StrCat("rate must be in [0, 1), got ", out.rate));
   }
-  KERAS_ASSIGN_OR_RETURN(out.seed, config.OptionalInt("seed"));
+  COHORT_ASSIGN_OR_RETURN(out.seed, config.OptionalInt("seed"));
   if (const Json* noise = config.Find("noise_shape")) {
     if (!noise->is_array()) {
       return config.Error(
@@ -229,33 +229,33 @@ absl::StatusOr<DropoutConfig> ParseDropout(const FieldReader& config) {
 
 absl::StatusOr<BatchNormalizationConfig> ParseBatchNormalization(const FieldReader& config) {
   BatchNormalizationConfig out;
-  KERAS_ASSIGN_OR_RETURN(out.axis, ReadAxis(config, -1));
-  KERAS_ASSIGN_OR_RETURN(out.momentum, config.Double("momentum", out.momentum));
-  KERAS_ASSIGN_OR_RETURN(out.epsilon, config.Double("epsilon", out.epsilon));
+  COHORT_ASSIGN_OR_RETURN(out.axis, ReadAxis(config, -1));
+  COHORT_ASSIGN_OR_RETURN(out.momentum, config.Double("momentum", out.momentum));
+  COHORT_ASSIGN_OR_RETURN(out.epsilon, config.Double("epsilon", out.epsilon));
   if (!(out.epsilon > 0)) return config.Error("epsilon must be positive");
-  KERAS_ASSIGN_OR_RETURN(out.center, config.Bool("center", true));
-  KERAS_ASSIGN_OR_RETURN(out.scale, config.Bool("scale", true));
+  COHORT_ASSIGN_OR_RETURN(out.center, config.Bool("center", true));
+  COHORT_ASSIGN_OR_RETURN(out.scale, config.Bool("scale", true));
   for (absl::string_view flag : {"synchronized", "renorm"}) {
-    KERAS_ASSIGN_OR_RETURN(bool set, config.Bool(flag, false));
+    COHORT_ASSIGN_OR_RETURN(bool set, config.Bool(flag, false));
     if (set) return config.Error(absl::StrCat(flag, "=True is not supported"));
   }
-  KERAS_ASSIGN_OR_RETURN(out.beta_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.beta_initializer,
                          ReadInitializer(config, "beta_initializer", out.beta_initializer));
-  KERAS_ASSIGN_OR_RETURN(out.gamma_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.gamma_initializer,
                          ReadInitializer(config, "gamma_initializer", out.gamma_initializer));
-  KERAS_ASSIGN_OR_RETURN(
+  COHORT_ASSIGN_OR_RETURN(
       out.moving_mean_initializer,
       ReadInitializer(config, "moving_mean_initializer", out.moving_mean_initializer));
-  KERAS_ASSIGN_OR_RETURN(
+  COHORT_ASSIGN_OR_RETURN(
       out.moving_variance_initializer,
       ReadInitializer(config, "moving_variance_initializer", out.moving_variance_initializer));
-  KERAS_RETURN_IF_ERROR(RequireNoExtras(config, {"beta", "gamma"}));
+  COHORT_RETURN_IF_ERROR(RequireNoExtras(config, {"beta", "gamma"}));
   return out;
 }
 
 absl::StatusOr<LayerNormalizationConfig> ParseLayerNormalization(const FieldReader& config) {
   LayerNormalizationConfig out;
-  KERAS_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, config.IntList("axis"));
+  COHORT_ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> axes, config.IntList("axis"));
   if (axes) {
     if (axes->empty()) return config.Error("axis is an empty list");
     out.axes.clear();
@@ -264,42 +264,42 @@ absl::StatusOr<LayerNormalizationConfig> ParseLayerNormalization(const FieldRead
       out.axes.push_back(static_cast<int>(a));
     }
   }
-  KERAS_ASSIGN_OR_RETURN(out.epsilon, config.Double("epsilon", out.epsilon));
+  COHORT_ASSIGN_OR_RETURN(out.epsilon, config.Double("epsilon", out.epsilon));
   if (!(out.epsilon > 0)) return config.Error("epsilon must be positive");
-  KERAS_ASSIGN_OR_RETURN(out.center, config.Bool("center", true));
-  KERAS_ASSIGN_OR_RETURN(out.scale, config.Bool("scale", true));
-  KERAS_ASSIGN_OR_RETURN(bool rms_scaling, config.Bool("rms_scaling", false));
+  COHORT_ASSIGN_OR_RETURN(out.center, config.Bool("center", true));
+  COHORT_ASSIGN_OR_RETURN(out.scale, config.Bool("scale", true));
+  COHORT_ASSIGN_OR_RETURN(bool rms_scaling, config.Bool("rms_scaling", false));
   if (rms_scaling) return config.Error("rms_scaling=True is not supported");
-  KERAS_ASSIGN_OR_RETURN(out.beta_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.beta_initializer,
                          ReadInitializer(config, "beta_initializer", out.beta_initializer));
-  KERAS_ASSIGN_OR_RETURN(out.gamma_initializer,
+  COHORT_ASSIGN_OR_RETURN(out.gamma_initializer,
                          ReadInitializer(config, "gamma_initializer", out.gamma_initializer));
-  KERAS_RETURN_IF_ERROR(RequireNoExtras(config, {"beta", "gamma"}));
+  COHORT_RETURN_IF_ERROR(RequireNoExtras(config, {"beta", "gamma"}));
   return out;
 }
 
 absl::StatusOr<ReLUConfig> ParseReLU(const FieldReader& config) {
   ReLUConfig out;
-  KERAS_ASSIGN_OR_RETURN(out.max_value, config.OptionalDouble("max_value"));
+  COHORT_ASSIGN_OR_RETURN(out.max_value, config.OptionalDouble("max_value"));
   if (out.max_value && *out.max_value < 0) return config.Error("max_value must not be negative");
-  KERAS_ASSIGN_OR_RETURN(out.negative_slope, config.Double("negative_slope", 0.0));
+  COHORT_ASSIGN_OR_RETURN(out.negative_slope, config.Double("negative_slope", 0.0));
   if (out.negative_slope < 0) return config.Error("negative_slope must not be negative");
-  KERAS_ASSIGN_OR_RETURN(out.threshold, config.Double("threshold", 0.0));
+  COHORT_ASSIGN_OR_RETURN(out.threshold, config.Double("threshold", 0.0));
   return out;
 }
 
 absl::StatusOr<EmbeddingConfig> ParseEmbedding(const FieldReader& config) {
   EmbeddingConfig out;
-  KERAS_ASSIGN_OR_RETURN(out.input_dim, PositiveInt(config, "input_dim"));
-  KERAS_ASSIGN_OR_RETURN(out.output_dim, PositiveInt(config, "output_dim"));
-  KERAS_ASSIGN_OR_RETURN(bool mask_zero, config.Bool("mask_zero", false));
+  COHORT_ASSIGN_OR_RETURN(out.input_dim, PositiveInt(config, "input_dim"));
+  COHORT_ASSIGN_OR_RETURN(out.output_dim, PositiveInt(config, "output_dim"));
+  COHORT_ASSIGN_OR_RETURN(bool mask_zero, config.Bool("mask_zero", false));
   if (mask_zero) {
     return config.Error("mask_zero=True is not supported (Cohort does not propagate masks)");
   }
-  KERAS_ASSIGN_OR_RETURN(
+  COHORT_ASSIGN_OR_RETURN(
       out.embeddings_initializer,
       ReadInitializer(config, "embeddings_initializer", out.embeddings_initializer));
-  KERAS_RETURN_IF_ERROR(RequireNoExtras(config, {"embeddings"}));
+  COHORT_RETURN_IF_ERROR(RequireNoExtras(config, {"embeddings"}));
   return out;
 }
 
@@ -307,8 +307,8 @@ absl::StatusOr<EmbeddingConfig> ParseEmbedding(const FieldReader& config) {
 
 absl::StatusOr<LayerConfig> ParseLayerConfig(LayerClass layer_class, const FieldReader& config) {
   if (layer_class == LayerClass::kInputLayer) return ParseInputLayer(config);
-  KERAS_RETURN_IF_ERROR(CheckFloat32Policy(config));
-  KERAS_RETURN_IF_ERROR(config.RequireNull("activity_regularizer", "regularizers"));
+  COHORT_RETURN_IF_ERROR(CheckFloat32Policy(config));
+  COHORT_RETURN_IF_ERROR(config.RequireNull("activity_regularizer", "regularizers"));
   switch (layer_class) {
     case LayerClass::kInputLayer:
       break;  // handled above
@@ -331,7 +331,7 @@ absl::StatusOr<LayerConfig> ParseLayerConfig(LayerClass layer_class, const Field
     case LayerClass::kGlobalMaxPooling2D:
       return ParseGlobalPooling<GlobalMaxPooling2DConfig>(config);
     case LayerClass::kFlatten:
-      KERAS_RETURN_IF_ERROR(CheckChannelsLast(config));
+      COHORT_RETURN_IF_ERROR(CheckChannelsLast(config));
       return FlattenConfig{};
     case LayerClass::kReshape:
       return ParseReshape(config);
@@ -342,13 +342,13 @@ absl::StatusOr<LayerConfig> ParseLayerConfig(LayerClass layer_class, const Field
     case LayerClass::kLayerNormalization:
       return ParseLayerNormalization(config);
     case LayerClass::kActivation: {
-      KERAS_ASSIGN_OR_RETURN(Activation activation, ReadActivation(config, "activation"));
+      COHORT_ASSIGN_OR_RETURN(Activation activation, ReadActivation(config, "activation"));
       return ActivationConfig{activation};
     }
     case LayerClass::kReLU:
       return ParseReLU(config);
     case LayerClass::kSoftmax: {
-      KERAS_ASSIGN_OR_RETURN(int axis, ReadAxis(config, -1));
+      COHORT_ASSIGN_OR_RETURN(int axis, ReadAxis(config, -1));
       return SoftmaxConfig{axis};
     }
     case LayerClass::kEmbedding:
@@ -356,7 +356,7 @@ absl::StatusOr<LayerConfig> ParseLayerConfig(LayerClass layer_class, const Field
     case LayerClass::kAdd:
       return AddConfig{};
     case LayerClass::kConcatenate: {
-      KERAS_ASSIGN_OR_RETURN(int axis, ReadAxis(config, -1));
+      COHORT_ASSIGN_OR_RETURN(int axis, ReadAxis(config, -1));
       return ConcatenateConfig{axis};
     }
   }

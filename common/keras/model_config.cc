@@ -77,7 +77,7 @@ absl::Status Resolve(ModelIr& model, const ModelLimits& limits) {
   if (model.nodes.size() < 2) {
     return absl::InvalidArgumentError("the model has no layers besides its input");
   }
-  KERAS_ASSIGN_OR_RETURN(std::vector<Shape> shapes,
+  COHORT_ASSIGN_OR_RETURN(std::vector<Shape> shapes,
                          InferShapes(model, model.input_config().shape, limits));
   for (size_t i = 0; i < model.nodes.size(); ++i) {
     Node& node = model.nodes[i];
@@ -124,39 +124,39 @@ absl::Status Resolve(ModelIr& model, const ModelLimits& limits) {
 }  // namespace
 
 absl::StatusOr<ModelIr> ParseModelConfig(absl::string_view json, const ModelLimits& limits) {
-  KERAS_ASSIGN_OR_RETURN(Json root, ParseJson(json));
+  COHORT_ASSIGN_OR_RETURN(Json root, ParseJson(json));
   if (!root.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("the model config must be a JSON object, got ", internal::Describe(root)));
   }
   FieldReader top(root, "the model config");
-  KERAS_ASSIGN_OR_RETURN(std::string class_name, top.String("class_name"));
+  COHORT_ASSIGN_OR_RETURN(std::string class_name, top.String("class_name"));
   const Json* config_json = top.Find("config");
   if (config_json == nullptr || !config_json->is_object()) {
     return top.Error("field 'config' must be an object");
   }
   FieldReader config(*config_json, absl::StrCat("the ", class_name, " model"));
-  KERAS_RETURN_IF_ERROR(CheckNotKeras2(top, config));
+  COHORT_RETURN_IF_ERROR(CheckNotKeras2(top, config));
 
   ModelIr model;
-  KERAS_ASSIGN_OR_RETURN(model.name, config.String("name", ""));
+  COHORT_ASSIGN_OR_RETURN(model.name, config.String("name", ""));
   if (class_name == "Sequential") {
     model.kind = ModelKind::kSequential;
-    KERAS_ASSIGN_OR_RETURN(model.nodes, internal::ParseSequentialGraph(config, limits));
+    COHORT_ASSIGN_OR_RETURN(model.nodes, internal::ParseSequentialGraph(config, limits));
   } else if (class_name == "Functional") {
     model.kind = ModelKind::kFunctional;
-    KERAS_ASSIGN_OR_RETURN(model.nodes, internal::ParseFunctionalGraph(config, limits));
+    COHORT_ASSIGN_OR_RETURN(model.nodes, internal::ParseFunctionalGraph(config, limits));
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
         "the model is a ", class_name,
         "; Cohort supports Sequential and Functional models (a subclassed model's config "
         "has no layer graph)"));
   }
-  KERAS_RETURN_IF_ERROR(Resolve(model, limits));
+  COHORT_RETURN_IF_ERROR(Resolve(model, limits));
 
   const Json* compile = top.Find("compile_config");
   if (compile != nullptr && !(compile->is_object() && compile->empty())) {
-    KERAS_ASSIGN_OR_RETURN(model.compile, ParseCompileConfig(*compile));
+    COHORT_ASSIGN_OR_RETURN(model.compile, ParseCompileConfig(*compile));
   }
   return model;
 }

@@ -29,15 +29,15 @@ absl::StatusOr<Node> ParseLayerEntry(const Json& entry, size_t index) {
         absl::StrCat(where, " is ", Describe(entry), ", not an object"));
   }
   FieldReader fields(entry, where);
-  KERAS_ASSIGN_OR_RETURN(std::string class_name, fields.String("class_name"));
+  COHORT_ASSIGN_OR_RETURN(std::string class_name, fields.String("class_name"));
   const Json* config = fields.Find("config");
   if (config == nullptr || !config->is_object()) {
     return fields.Error(absl::StrCat("(", class_name, ") has no config object"));
   }
   FieldReader config_fields(*config, where);
-  KERAS_ASSIGN_OR_RETURN(std::string name, config_fields.String("name", ""));
+  COHORT_ASSIGN_OR_RETURN(std::string name, config_fields.String("name", ""));
   if (name.empty()) {
-    KERAS_ASSIGN_OR_RETURN(name, fields.String("name", ""));
+    COHORT_ASSIGN_OR_RETURN(name, fields.String("name", ""));
   }
   std::string context = name.empty() ? absl::StrCat(where, " (", class_name, ")")
                                      : absl::StrCat("layer '", name, "' (", class_name, ")");
@@ -65,8 +65,8 @@ absl::StatusOr<Node> ParseLayerEntry(const Json& entry, size_t index) {
   Node node;
   node.name = name;
   FieldReader layer_config(*config, context);
-  KERAS_ASSIGN_OR_RETURN(node.trainable, layer_config.Bool("trainable", true));
-  KERAS_ASSIGN_OR_RETURN(node.config, ParseLayerConfig(*layer_class, layer_config));
+  COHORT_ASSIGN_OR_RETURN(node.trainable, layer_config.Bool("trainable", true));
+  COHORT_ASSIGN_OR_RETURN(node.config, ParseLayerConfig(*layer_class, layer_config));
   return node;
 }
 
@@ -89,7 +89,7 @@ absl::StatusOr<std::vector<Node>> ParseSequentialGraph(const FieldReader& model_
         return Keras2Error("list-style inbound_nodes");
       }
     }
-    KERAS_ASSIGN_OR_RETURN(Node node, ParseLayerEntry(entry, i));
+    COHORT_ASSIGN_OR_RETURN(Node node, ParseLayerEntry(entry, i));
     bool is_input = node.layer_class() == LayerClass::kInputLayer;
     if (is_input && i > 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -107,7 +107,7 @@ absl::StatusOr<std::vector<Node>> ParseSequentialGraph(const FieldReader& model_
     }
     Json input_config = {{"batch_shape", *raw}, {"name", "input_layer"}};
     Json entry = {{"class_name", "InputLayer"}, {"config", input_config}};
-    KERAS_ASSIGN_OR_RETURN(Node input, ParseLayerEntry(entry, 0));
+    COHORT_ASSIGN_OR_RETURN(Node input, ParseLayerEntry(entry, 0));
     nodes.insert(nodes.begin(), std::move(input));
   }
   for (size_t i = 1; i < nodes.size(); ++i) {

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/keras/shape_math.h"
-#include "common/keras/status_macros.h"
+#include "common/status_macros.h"
 
 namespace cohort::keras {
 namespace {
@@ -165,14 +165,14 @@ class NodeShapes {
   }
 
   absl::StatusOr<Shape> operator()(const BatchNormalizationConfig& c) const {
-    KERAS_RETURN_IF_ERROR(CheckFeatureAxis(c.axis));
+    COHORT_RETURN_IF_ERROR(CheckFeatureAxis(c.axis));
     return in();
   }
 
   absl::StatusOr<Shape> operator()(const LayerNormalizationConfig& c) const {
     std::vector<int> seen;
     for (int axis : c.axes) {
-      KERAS_RETURN_IF_ERROR(CheckFeatureAxis(axis));
+      COHORT_RETURN_IF_ERROR(CheckFeatureAxis(axis));
       int a = *NormalizeAxis(axis, in().size());
       if (std::find(seen.begin(), seen.end(), a) != seen.end()) {
         return Error(absl::StrCat("lists axis ", a, " twice"));
@@ -186,7 +186,7 @@ class NodeShapes {
   absl::StatusOr<Shape> operator()(const ReLUConfig&) const { return in(); }
 
   absl::StatusOr<Shape> operator()(const SoftmaxConfig& c) const {
-    KERAS_RETURN_IF_ERROR(SampleAxis(c.axis, in()).status());
+    COHORT_RETURN_IF_ERROR(SampleAxis(c.axis, in()).status());
     return in();
   }
 
@@ -216,7 +216,7 @@ class NodeShapes {
   }
 
   absl::StatusOr<Shape> operator()(const ConcatenateConfig& c) const {
-    KERAS_ASSIGN_OR_RETURN(int axis, SampleAxis(c.axis, in()));
+    COHORT_ASSIGN_OR_RETURN(int axis, SampleAxis(c.axis, in()));
     Shape out = in();
     for (size_t k = 1; k < inputs_.size(); ++k) {
       const Shape& s = *inputs_[k];
@@ -252,7 +252,7 @@ class NodeShapes {
 
   // An axis whose size must be known (normalization layers create weights along it).
   absl::Status CheckFeatureAxis(int axis) const {
-    KERAS_ASSIGN_OR_RETURN(int a, SampleAxis(axis, in()));
+    COHORT_ASSIGN_OR_RETURN(int a, SampleAxis(axis, in()));
     if (in()[a] == kUnknownDim) {
       return Error(absl::StrCat(InputsText(), " but its axis ", a + 1, " must have a known size"));
     }
@@ -292,7 +292,7 @@ absl::StatusOr<std::vector<Shape>> InferShapes(const ModelIr& model, const Shape
         }
         inputs.push_back(&shapes[producer]);
       }
-      KERAS_ASSIGN_OR_RETURN(out, std::visit(NodeShapes(node, std::move(inputs)), node.config));
+      COHORT_ASSIGN_OR_RETURN(out, std::visit(NodeShapes(node, std::move(inputs)), node.config));
     }
     std::optional<int64_t> elements = NumElements(out);
     if (!internal::HasUnknownDim(out) &&
