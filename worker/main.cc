@@ -34,8 +34,6 @@ std::string HostName() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cohort::BlockTerminationSignals();
-
   CLI::App app{"cohort-worker: the Cohort node agent (and, with `train`, one rank of a job)"};
   const char* env_coordinator = std::getenv("COHORT_COORDINATOR");
   std::string coordinator = env_coordinator ? env_coordinator : "";
@@ -66,6 +64,9 @@ int main(int argc, char** argv) {
   }
   if (train_app->parsed()) return cohort::trainer::RunTrainCommand(train);
   if (predict_app->parsed()) return cohort::trainer::RunPredictCommand(predict);
+  // Only the agent handles SIGTERM/SIGINT on a thread of its own (before any thread
+  // starts); train and predict keep the default action and stop at once.
+  cohort::BlockTerminationSignals();
   if (coordinator.empty()) {
     std::fprintf(stderr, "cohort-worker: error: --coordinator (or COHORT_COORDINATOR) is required\n");
     return 2;

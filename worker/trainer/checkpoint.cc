@@ -1,12 +1,12 @@
 #include "worker/trainer/checkpoint.h"
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "common/npy/npy_array.h"
 #include "common/npy/npy_header.h"
 #include "common/zip/zip_reader.h"
 #include "common/zip/zip_writer.h"
@@ -26,15 +26,24 @@ std::string NpyBytes(const torch::Tensor& t) {
   return out;
 }
 
-absl::StatusOr<torch::Tensor> ReadTensor(const std::string& path, const std::string& key) {
-  absl::StatusOr<std::unique_ptr<npy::NpyArray>> a = npy::OpenNpz(path, key);
-  if (!a.ok()) return a.status();
-  const npy::NpyArray& arr = **a;
-  if (arr.dtype() != npy::DType::kFloat32) {
-    return absl::InvalidArgumentError(absl::StrCat(path, "[", key, "] is not float32"));
+// Reads the member `key`.npy through the zip reader, which checks its CRC-32: a
+// checkpoint whose bytes were damaged is refused rather than resumed from.
+absl::StatusOr<torch::Tensor> ReadTensor(const zip::ZipReader& zip, const std::string& key) {
+  absl::StatusOr<std::string> bytes = zip.Read(absl::StrCat(key, ".npy"));
+  if (!bytes.ok()) return bytes.status();
+  std::string source = absl::StrCat(zip.name(), "[", key, "]");
+  absl::StatusOr<npy::NpyHeader> header = npy::ParseNpyHeader(*bytes, source);
+  if (!header.ok()) return header.status();
+  if (header->dtype != npy::DType::kFloat32) {
+    return absl::InvalidArgumentError(absl::StrCat(source, " is not float32"));
   }
-  torch::Tensor t = torch::empty(arr.shape(), torch::kFloat32);
-  std::memcpy(t.data_ptr(), arr.data(), arr.rows() * arr.row_bytes());
+  if (header->data_offset + header->data_bytes != bytes->size()) {
+    return absl::InvalidArgumentError(absl::StrCat(source, " holds ", bytes->size(),
+                                                   " bytes, its header promises ",
+                                                   header->data_offset + header->data_bytes));
+  }
+  torch::Tensor t = torch::empty(header->shape, torch::kFloat32);
+  std::memcpy(t.data_ptr(), bytes->data() + header->data_offset, header->data_bytes);
   return t;
 }
 
@@ -56,25 +65,29 @@ absl::StatusOr<CheckpointState> Load(const std::string& path) {
   if (!zip.ok()) return zip.status();
   absl::StatusOr<std::string> meta_text = (*zip)->Read("meta.json");
   if (!meta_text.ok()) return meta_text.status();
-  nlohmann::json meta = nlohmann::json::parse(*meta_text, nullptr, false);
-  if (!meta.is_object() || !meta["epochs_done"].is_number_integer() ||
-      !meta["optimizer_slots"].is_number_integer() || !meta["buffers"].is_number_integer()) {
+  const nlohmann::json meta = nlohmann::json::parse(*meta_text, nullptr, false);
+  auto count = [&](const char* key) {
+    return meta.is_object() && meta.contains(key) && meta[key].is_number_integer() &&
+           meta[key].get<int64_t>() >= 0;
+  };
+  if (!count("epochs_done") || !count("iterations") || !count("optimizer_slots") ||
+      !count("buffers") || !meta.contains("history") || !meta["history"].is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": meta.json is damaged"));
   }
   CheckpointState s;
   s.epochs_done = meta["epochs_done"].get<int>();
   s.iterations = meta["iterations"].get<int64_t>();
   s.history = meta["history"];
-  absl::StatusOr<torch::Tensor> params = ReadTensor(path, "params");
+  absl::StatusOr<torch::Tensor> params = ReadTensor(**zip, "params");
   if (!params.ok()) return params.status();
   s.params = *params;
-  for (int i = 0; i < meta["optimizer_slots"].get<int>(); ++i) {
-    absl::StatusOr<torch::Tensor> t = ReadTensor(path, absl::StrCat("optimizer_", i));
+  for (int64_t i = 0; i < meta["optimizer_slots"].get<int64_t>(); ++i) {
+    absl::StatusOr<torch::Tensor> t = ReadTensor(**zip, absl::StrCat("optimizer_", i));
     if (!t.ok()) return t.status();
     s.optimizer.push_back(*t);
   }
-  for (int i = 0; i < meta["buffers"].get<int>(); ++i) {
-    absl::StatusOr<torch::Tensor> t = ReadTensor(path, absl::StrCat("buffer_", i));
+  for (int64_t i = 0; i < meta["buffers"].get<int64_t>(); ++i) {
+    absl::StatusOr<torch::Tensor> t = ReadTensor(**zip, absl::StrCat("buffer_", i));
     if (!t.ok()) return t.status();
     s.buffers.push_back(*t);
   }
@@ -125,9 +138,14 @@ absl::StatusOr<std::optional<CheckpointState>> LoadLatestCheckpoint(
   std::vector<fs::path> files = CheckpointFiles(dir);
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     absl::StatusOr<CheckpointState> state = Load(it->string());
-    absl::Status ok = state.ok() ? fits(*state) : state.status();
-    if (ok.ok()) return std::optional<CheckpointState>(std::move(*state));
-    warn(absl::StrCat("skipping checkpoint ", it->string(), ": ", ok.message()));
+    if (!state.ok()) {
+      // Load's errors name the file already.
+      warn(absl::StrCat("skipping checkpoint ", state.status().message()));
+      continue;
+    }
+    absl::Status fit = fits(*state);
+    if (fit.ok()) return std::optional<CheckpointState>(std::move(*state));
+    warn(absl::StrCat("skipping checkpoint ", it->string(), ": ", fit.message()));
   }
   return std::optional<CheckpointState>();
 }

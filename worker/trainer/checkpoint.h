@@ -10,7 +10,8 @@
 //
 // Files are `DIR/ckpt-epoch-000003.zip`, written atomically (temp file, then rename);
 // after each write only the newest `keep` remain. Loading tries the newest first and
-// falls back to older ones when a file is corrupt or does not fit the model.
+// falls back to older ones when a file is corrupt (every member's CRC-32 is checked, so
+// damaged tensor bytes count) or does not fit the model.
 
 #include <optional>
 #include <string>

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "common/job/compile_overrides.h"
 #include "common/logging.h"
+#include "worker/trainer/allocator.h"
 #include "worker/trainer/batch_plan.h"
 #include "worker/trainer/checkpoint.h"
 #include "worker/trainer/collective/gloo_collective.h"
@@ -67,6 +68,12 @@ class Totals {
   std::vector<double> values_;
 };
 
+// `status` with `context` in front of its message: where in the run a collective failed.
+absl::Status InContext(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
 uint64_t Mix(uint64_t a, uint64_t b) {
   uint64_t h = a ^ (b + 0x9e3779b97f4a7c15ULL + (a << 6) + (a >> 2));
   h ^= h >> 33;
@@ -85,7 +92,7 @@ class Run {
   absl::Status SyncState();
   absl::Status Resume();
   absl::Status TrainEpoch(int epoch, nlohmann::json* logs);
-  absl::Status Validate(nlohmann::json* logs);
+  absl::Status Validate(int epoch, nlohmann::json* logs);
   absl::Status Checkpoint(int epochs_done);
   absl::Status WriteOutputs();
   void AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y);
@@ -200,15 +207,16 @@ absl::Status Run::SyncState() {
   for (ModelVariable& v : model_->variables()) {
     if (!v.trainable) tensors.push_back(v.value);
   }
+  constexpr char kContext[] = "sending rank 0's model and optimizer state to every rank";
   for (torch::Tensor& t : tensors) {
     if (absl::Status s = collective_->Broadcast(t.data_ptr(), t.numel() * t.element_size(), 0);
         !s.ok()) {
-      return s;
+      return InContext(s, kContext);
     }
   }
   std::vector<int64_t> counters{first_epoch_, optimizer_->iterations()};
   if (absl::Status s = collective_->Broadcast(counters.data(), sizeof(int64_t) * 2, 0); !s.ok()) {
-    return s;
+    return InContext(s, kContext);
   }
   first_epoch_ = static_cast<int>(counters[0]);
   if (!leader()) return optimizer_->Restore(counters[1], optimizer_->State());
@@ -222,16 +230,19 @@ absl::Status Run::Resume() {
   for (ModelVariable& v : model_->variables()) {
     if (!v.trainable) buffers.push_back(&v);
   }
+  const std::vector<torch::Tensor> slots = optimizer_->State();
   auto fits = [&](const CheckpointState& s) {
-    if (s.params.numel() != flat_->numel() || s.buffers.size() != buffers.size()) {
-      return absl::InvalidArgumentError("it does not match this model");
+    bool same = s.params.numel() == flat_->numel() && s.buffers.size() == buffers.size() &&
+                s.optimizer.size() == slots.size();
+    for (size_t i = 0; same && i < buffers.size(); ++i) {
+      same = s.buffers[i].numel() == buffers[i]->value.numel();
     }
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      if (s.buffers[i].numel() != buffers[i]->value.numel()) {
-        return absl::InvalidArgumentError("it does not match this model");
-      }
-    }
-    return absl::OkStatus();
+    for (size_t i = 0; same && i < slots.size(); ++i) same = s.optimizer[i].numel() == slots[i].numel();
+    if (same) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "it does not match this model and optimizer (", s.params.numel(), " parameters, ",
+        s.optimizer.size(), " optimizer slots, ", s.buffers.size(), " other variables; this run has ",
+        flat_->numel(), ", ", slots.size(), ", ", buffers.size(), ")"));
   };
   auto warn = [](const std::string& m) { spdlog::warn("{}", m); };
   absl::StatusOr<std::optional<CheckpointState>> state = LoadLatestCheckpoint(dir, fits, warn);
@@ -315,14 +326,16 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
                             {"samples_per_second", samples / absl::ToDoubleSeconds(now - start)}});
     }
   }
-  if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) return s;
+  if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) {
+    return InContext(s, absl::StrCat("epoch ", epoch + 1, ": summing the metrics of the ranks"));
+  }
   (*logs)["loss"] = totals.loss();
   for (size_t i = 0; i < metrics_.size(); ++i) (*logs)[metrics_[i].name] = totals.metric(i);
   (*logs)["_samples"] = samples;
   return absl::OkStatus();
 }
 
-absl::Status Run::Validate(nlohmann::json* logs) {
+absl::Status Run::Validate(int epoch, nlohmann::json* logs) {
   if (data_->validation_rows() == 0) return absl::OkStatus();
   torch::NoGradGuard no_grad;
   auto [begin, end] = RankShare(data_->validation_rows(), o_.rank, o_.world);
@@ -338,7 +351,9 @@ absl::Status Run::Validate(nlohmann::json* logs) {
     totals.AddLoss(per.sum().item<double>() / per_row * compile_.loss_weight, e - b);
     AddMetrics(totals, out.value, y);
   }
-  if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) return s;
+  if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) {
+    return InContext(s, absl::StrCat("epoch ", epoch + 1, ": summing the validation metrics"));
+  }
   (*logs)["val_loss"] = totals.loss();
   for (size_t i = 0; i < metrics_.size(); ++i) {
     (*logs)["val_" + metrics_[i].name] = totals.metric(i);
@@ -407,7 +422,7 @@ absl::Status Run::Execute() {
     double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     double samples = logs["_samples"].get<double>();
     logs.erase("_samples");
-    if (absl::Status s = Validate(&logs); !s.ok()) return s;
+    if (absl::Status s = Validate(epoch, &logs); !s.ok()) return s;
     for (auto& [name, value] : logs.items()) history_[name].push_back(value);
     if (leader()) {
       events_.Emit("epoch_end", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"metrics", logs},
@@ -426,6 +441,7 @@ absl::Status Run::Execute() {
 }  // namespace
 
 absl::Status Train(const TrainOptions& options) {
+  TuneAllocator();
   Run run(options);
   absl::Status status;
   try {
