@@ -126,8 +126,9 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const job::DataSpec& spec
     d->validation_rows_ = val->x->rows();
     d->validation_ = std::move(*val);
   } else if (spec.validation_split > 0) {
-    // Keras: the last rows, before shuffling; split_at = ceil(rows * (1 - split)).
-    int64_t split_at = static_cast<int64_t>(std::ceil(x.rows() * (1.0 - spec.validation_split)));
+    // Keras: the last rows, before shuffling; split_at = floor(rows * (1 - split))
+    // (keras/src/trainers/data_adapters/array_slicing.py, train_validation_split).
+    int64_t split_at = static_cast<int64_t>(std::floor(x.rows() * (1.0 - spec.validation_split)));
     d->validation_rows_ = x.rows() - split_at;
     d->train_rows_ = split_at;
     if (d->train_rows_ == 0 || d->validation_rows_ == 0) {

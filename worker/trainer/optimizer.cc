@@ -65,8 +65,15 @@ void Optimizer::Step(FlatParameters& params) {
     case OptimizerKind::kAdamW: {
       torch::Tensor& m = slots_[0];
       torch::Tensor& v = slots_[1];
-      double alpha = lr * std::sqrt(1 - std::pow(config_.beta_2, t)) /
-                     (1 - std::pow(config_.beta_1, t));
+      // Keras computes the bias corrections in the variable's dtype (adam.py casts
+      // beta_1, beta_2 and iterations + 1 to float32 before ops.power), and 1 - beta_2^t
+      // loses digits to cancellation: at t = 1 float32 gives an alpha 6e-6 smaller than
+      // exact arithmetic would. Keras' steps carry that error, so ours do too.
+      const float tf = static_cast<float>(t);
+      const float b1_power = std::pow(static_cast<float>(config_.beta_1), tf);
+      const float b2_power = std::pow(static_cast<float>(config_.beta_2), tf);
+      const double alpha =
+          static_cast<float>(lr) * std::sqrt(1.0f - b2_power) / (1.0f - b1_power);
       m.lerp_(g, 1 - config_.beta_1);
       v.mul_(config_.beta_2).addcmul_(g, g, 1 - config_.beta_2);
       const torch::Tensor* denom_src = &v;

@@ -3,9 +3,10 @@
 // Keras' optimizers (SGD with momentum/nesterov, Adam, AdamW, RMSprop, Adagrad) with
 // Keras' update rules, applied to a FlatParameters buffer in a few vectorized ops.
 // Where Keras and torch.optim differ, Keras wins: Adam's epsilon is added to sqrt(v)
-// without bias correction of v (alpha = lr * sqrt(1 - b2^t) / (1 - b1^t)); RMSprop and
-// Adagrad add epsilon inside the square root; SGD momentum accumulates -lr * g; weight
-// decay is decoupled (var -= var * wd * lr) and comes after gradient clipping.
+// without bias correction of v (alpha = lr * sqrt(1 - b2^t) / (1 - b1^t), computed in
+// float32 as Keras computes it); RMSprop and Adagrad add epsilon inside the square root;
+// SGD momentum accumulates -lr * g; weight decay is decoupled (var -= var * wd * lr) and
+// comes after gradient clipping.
 //
 // The learning rate follows the configured schedule, evaluated at iterations().
 
