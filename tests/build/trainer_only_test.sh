@@ -12,10 +12,15 @@ cmake -S "$src" -B "$out" -G Ninja -DCOHORT_TRAINER_ONLY=ON -DCOHORT_BUILD_TESTS
 if grep -Eiq '^(gRPC_DIR|COHORT_GRPC_CPP_PLUGIN)[:=]' "$out/CMakeCache.txt"; then
   echo "FAIL: the trainer-only configure looked up gRPC"; exit 1
 fi
-ninja -C "$out" -t targets all | grep -q '^cohort_trainer:' || { echo "FAIL: no cohort_trainer target"; exit 1; }
-if ninja -C "$out" -t commands cohort_trainer | grep -Eiq 'grpc|cohort_proto'; then
+# (Whole outputs are captured first: `cmd | grep -q` can fail under pipefail when grep
+# stops reading early.)
+targets=$(ninja -C "$out" -t targets all)
+commands=$(ninja -C "$out" -t commands cohort_trainer)
+grep -q '^cohort_trainer:' <<<"$targets" || { echo "FAIL: no cohort_trainer target"; exit 1; }
+if grep -Eiq 'grpc|cohort_proto' <<<"$commands"; then
   echo "FAIL: building cohort_trainer mentions grpc or the wire API"; exit 1
 fi
-ninja -C "$out" -t targets all | grep -Eq '^(cohort-server|cohort_proto|cohort_server):' \
-  && { echo "FAIL: trainer-only tree has server targets"; exit 1; }
+if grep -Eq '^(cohort-server|cohort_proto|cohort_server):' <<<"$targets"; then
+  echo "FAIL: trainer-only tree has server targets"; exit 1
+fi
 echo "trainer-only configure: LibTorch found, no gRPC, cohort_trainer defined"
