@@ -137,15 +137,9 @@ absl::StatusOr<std::vector<std::string>> Producers(const Node& node, const Json&
 
 absl::StatusOr<std::vector<Node>> ParseFunctionalGraph(const FieldReader& model_config,
                                                        const ModelLimits& limits) {
-  const Json* layers = model_config.Find("layers");
-  if (layers == nullptr || !layers->is_array()) {
-    return model_config.Error("field 'layers' must be a list");
-  }
-  if (static_cast<int64_t>(layers->size()) > limits.max_layers) {
-    return absl::InvalidArgumentError(absl::StrCat(model_config.context(), " has ", layers->size(),
-                                                   " layers, more than the limit of ",
-                                                   limits.max_layers));
-  }
+  absl::StatusOr<const Json*> layer_list = LayerList(model_config, limits);
+  if (!layer_list.ok()) return layer_list.status();
+  const Json* layers = *layer_list;
   // Nodes in config (model.layers) order first.
   std::vector<Node> nodes;
   std::map<std::string, int> index_of;

@@ -25,6 +25,9 @@ absl::StatusOr<std::vector<Node>> ParseSequentialGraph(const FieldReader& model_
 absl::StatusOr<std::vector<Node>> ParseFunctionalGraph(const FieldReader& model_config,
                                                        const ModelLimits& limits);
 
+// The model's "layers" list, checked to be a list within limits.max_layers.
+absl::StatusOr<const Json*> LayerList(const FieldReader& model_config, const ModelLimits& limits);
+
 // The message for a config in Keras 2 (tf.keras) format; `sign` says what gave it away.
 absl::Status Keras2Error(absl::string_view sign);
 

@@ -70,8 +70,7 @@ absl::StatusOr<Node> ParseLayerEntry(const Json& entry, size_t index) {
   return node;
 }
 
-absl::StatusOr<std::vector<Node>> ParseSequentialGraph(const FieldReader& model_config,
-                                                       const ModelLimits& limits) {
+absl::StatusOr<const Json*> LayerList(const FieldReader& model_config, const ModelLimits& limits) {
   const Json* layers = model_config.Find("layers");
   if (layers == nullptr || !layers->is_array()) {
     return model_config.Error("field 'layers' must be a list");
@@ -81,6 +80,14 @@ absl::StatusOr<std::vector<Node>> ParseSequentialGraph(const FieldReader& model_
                                                    " layers, more than the limit of ",
                                                    limits.max_layers));
   }
+  return layers;
+}
+
+absl::StatusOr<std::vector<Node>> ParseSequentialGraph(const FieldReader& model_config,
+                                                       const ModelLimits& limits) {
+  absl::StatusOr<const Json*> layer_list = LayerList(model_config, limits);
+  if (!layer_list.ok()) return layer_list.status();
+  const Json* layers = *layer_list;
   std::vector<Node> nodes;
   for (size_t i = 0; i < layers->size(); ++i) {
     const Json& entry = (*layers)[i];
