@@ -1,0 +1,152 @@
+#!/usr/bin/python3
+"""PyTorch eager training throughput: the one-process peer of Cohort's CPU trainer.
+
+Trains the models of examples/mnist_mlp.keras and examples/mnist_cnn.keras, built in
+plain PyTorch with the same shapes, on synthetic data of MNIST's shape that is in
+memory before timing starts, with Adam (lr 1e-3) and softmax cross-entropy, and prints
+ONE JSON line:
+
+  {"peer": "torch_eager", "model": "mlp", "batch": 128, "threads": 2, "steps": 900,
+   "seconds": 10.1, "samples_per_second": 11400.0, "user_s": 9.9, "sys_s": 10.2,
+   "minor_faults": 1234567, "final_loss": 2.30, "torch": "1.13.0a0",
+   "allocator": "glibc"}
+
+Only the measured window counts: warm-up steps are excluded, and user_s, sys_s and
+minor_faults are resource.getrusage(RUSAGE_SELF) differences over that window (every
+thread of the process). `allocator` reports what the environment selected (LD_PRELOAD
+of jemalloc, MALLOC_*_ tunables raised, or plain glibc); this script changes nothing.
+
+Run it with Debian's /usr/bin/python3 (python3-torch 1.13, the LibTorch Cohort links).
+--steps fixes the number of measured steps; --seconds instead times the warm-up and
+picks the step count that should take that long.
+"""
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+IMAGE_SHAPE = (1, 28, 28)  # NCHW: the memory layout does not matter for a speed peer
+CLASSES = 10
+POOL_BATCHES = 8  # distinct synthetic batches, cycled
+
+
+def BuildModel(name):
+    """The mnist_mlp / mnist_cnn architectures of examples/make_models.py."""
+    if name == "mlp":
+        return nn.Sequential(
+            nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+            nn.Linear(128, CLASSES))
+    if name == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(5 * 5 * 64, CLASSES))
+    raise ValueError(f"unknown model {name!r}")
+
+
+def SyntheticBatches(model_name, batch, seed):
+    generator = torch.Generator().manual_seed(seed)
+    shape = (batch, 784) if model_name == "mlp" else (batch, *IMAGE_SHAPE)
+    return [(torch.rand(shape, generator=generator),
+             torch.randint(0, CLASSES, (batch,), generator=generator))
+            for _ in range(POOL_BATCHES)]
+
+
+def Train(model, optimizer, batches, steps, first_step=0):
+    """`steps` optimizer steps; returns the last loss (a tensor, to avoid a sync)."""
+    loss = None
+    for step in range(first_step, first_step + steps):
+        x, y = batches[step % len(batches)]
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    return loss
+
+
+def Allocator():
+    preload = os.environ.get("LD_PRELOAD", "")
+    if "jemalloc" in preload:
+        return "jemalloc"
+    if "tcmalloc" in preload:
+        return "tcmalloc"
+    if any(k.startswith("MALLOC_") and k.endswith("_") for k in os.environ) or \
+            "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        return "glibc-tuned"
+    return "glibc"
+
+
+class Window:
+    """Wall time and CPU usage of this process between Start() and Stop()."""
+
+    def Start(self):
+        self._usage = resource.getrusage(resource.RUSAGE_SELF)
+        self._start = time.perf_counter()
+
+    def Stop(self):
+        seconds = time.perf_counter() - self._start
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return {
+            "seconds": seconds,
+            "user_s": usage.ru_utime - self._usage.ru_utime,
+            "sys_s": usage.ru_stime - self._usage.ru_stime,
+            "minor_faults": usage.ru_minflt - self._usage.ru_minflt,
+        }
+
+
+def StepsFor(seconds, warmup_seconds, warmup_steps):
+    return max(10, int(seconds * warmup_steps / max(warmup_seconds, 1e-9)))
+
+
+def AddCommonArguments(parser):
+    parser.add_argument("--model", choices=("mlp", "cnn"), required=True)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=20, help="untimed steps first")
+    length = parser.add_mutually_exclusive_group(required=True)
+    length.add_argument("--steps", type=int, help="measured steps")
+    length.add_argument("--seconds", type=float,
+                        help="measure about this long (steps chosen from the warm-up)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    AddCommonArguments(parser)
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="intra-op threads (default: every core)")
+    args = parser.parse_args(argv)
+
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    model = BuildModel(args.model)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    batches = SyntheticBatches(args.model, args.batch, args.seed)
+
+    warmup_start = time.perf_counter()
+    Train(model, optimizer, batches, args.warmup)
+    warmup_seconds = time.perf_counter() - warmup_start
+    steps = args.steps or StepsFor(args.seconds, warmup_seconds, args.warmup)
+
+    window = Window()
+    window.Start()
+    loss = Train(model, optimizer, batches, steps, first_step=args.warmup)
+    result = window.Stop()
+
+    result.update({
+        "peer": "torch_eager", "model": args.model, "batch": args.batch,
+        "threads": args.threads, "steps": steps,
+        "samples_per_second": steps * args.batch / result["seconds"],
+        "final_loss": float(loss), "torch": torch.__version__, "allocator": Allocator(),
+    })
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
