@@ -23,6 +23,31 @@ constexpr const char* kMigrations[] = {
       last_seen_us INTEGER NOT NULL
     );
     )sql",
+    // 2: the job queue and each job's event log (server/job_store.h).
+    R"sql(
+    CREATE TABLE jobs (
+      seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- submission order
+      id TEXT NOT NULL UNIQUE,
+      owner TEXT NOT NULL,
+      idempotency_key TEXT,                   -- NULL when the submit had none
+      state INTEGER NOT NULL,                 -- cohort.v1.JobState
+      priority INTEGER NOT NULL,
+      workers INTEGER NOT NULL,               -- spec.resources.workers
+      device INTEGER NOT NULL,                -- cohort.v1.DeviceType
+      created_at_us INTEGER NOT NULL,
+      spec BLOB NOT NULL,                     -- cohort.v1.JobSpec without model bytes
+      job BLOB NOT NULL                       -- cohort.v1.Job without its spec
+    );
+    CREATE UNIQUE INDEX jobs_by_key ON jobs (owner, idempotency_key)
+      WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX jobs_by_state ON jobs (state, priority DESC, seq);
+    CREATE TABLE job_events (
+      job_id TEXT NOT NULL,
+      sequence INTEGER NOT NULL,
+      event BLOB NOT NULL,                    -- cohort.v1.JobEvent
+      PRIMARY KEY (job_id, sequence)
+    ) WITHOUT ROWID;
+    )sql",
 };
 constexpr int64_t kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 
