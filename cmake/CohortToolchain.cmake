@@ -3,9 +3,12 @@
 
 find_program(COHORT_CCACHE ccache)
 if(COHORT_CCACHE)
-  set(CMAKE_C_COMPILER_LAUNCHER "${COHORT_CCACHE}")
-  set(CMAKE_CXX_COMPILER_LAUNCHER "${COHORT_CCACHE}")
-  set(CMAKE_CUDA_COMPILER_LAUNCHER "${COHORT_CCACHE}")
+  # Paths are hashed relative to the source tree, so build trees in other folders and
+  # other clones of the repository (CI's) hit the same cache entries.
+  set(COHORT_LAUNCHER env "CCACHE_BASEDIR=${PROJECT_SOURCE_DIR}" CCACHE_NOHASHDIR=1 "${COHORT_CCACHE}")
+  set(CMAKE_C_COMPILER_LAUNCHER ${COHORT_LAUNCHER})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${COHORT_LAUNCHER})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${COHORT_LAUNCHER})
 endif()
 
 set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG")
