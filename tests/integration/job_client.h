@@ -1,0 +1,57 @@
+#pragma once
+
+// JobService from a test: jobs submitted from YAML files, their state and events read
+// back through the generated stub, on a real coordinator (tests/integration/cluster.h).
+// Failures are Catch2 REQUIREs, so a test reads as the steps a user takes.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "cohort/v1/job_service.grpc.pb.h"
+
+namespace cohort::testing {
+
+// A digits job (tests/integration/job_test.cc writes the data with examples/make_digits.py).
+struct DigitsJob {
+  std::string name = "digits";
+  int workers = 2;
+  int epochs = 2;
+  int batch_size = 64;
+  int priority = 0;
+  int max_restarts = 3;
+  int every_epochs = 1;
+};
+
+// The YAML of `job` on the data in `data_dir`, with examples/digits_cnn.keras.
+std::string DigitsJobYaml(const DigitsJob& job, const std::string& data_dir);
+
+class JobClient {
+ public:
+  explicit JobClient(const std::string& address);
+
+  // Submits the job spec file `yaml_path`; REQUIREs success and returns the job id.
+  std::string Submit(const std::string& yaml_path);
+  v1::Job Get(const std::string& id);
+  // Polls until the job is in `state` (REQUIREd), or fails the test after `timeout`
+  // with the job as it was; returns the job.
+  v1::Job WaitForState(const std::string& id, v1::JobState state,
+                       absl::Duration timeout = absl::Seconds(240));
+  // Polls until `done(job)` holds; false after `timeout`.
+  bool WaitFor(const std::string& id, const std::function<bool(const v1::Job&)>& done,
+               absl::Duration timeout);
+  // Every stored event, through WatchJob from the start; the stream must end (the job
+  // is final) within `timeout`.
+  std::vector<v1::JobEvent> Events(const std::string& id,
+                                   absl::Duration timeout = absl::Seconds(30));
+  grpc::Status Cancel(const std::string& id, v1::Job* job = nullptr);
+
+ private:
+  std::unique_ptr<v1::JobService::Stub> stub_;
+};
+
+// "JOB_STATE_RUNNING" for messages.
+std::string StateName(v1::JobState state);
+
+}  // namespace cohort::testing
