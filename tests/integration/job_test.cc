@@ -100,7 +100,7 @@ bool NoTrainerLeft(const std::string& job_id) {
 // Keras loads `model` and predicts the digits test set: {"accuracy": a, "rows": n}.
 nlohmann::json KerasAccuracy(const std::string& model, const std::string& data_dir) {
   CommandResult r =
-      RunCommand({kPython, kSource + "/tests/integration/keras_accuracy.py", model, data_dir},
+      RunCommand({kPython, kSource + "/examples/evaluate_digits.py", model, data_dir, "--json"},
                  absl::Seconds(180), {{"KERAS_BACKEND", "jax"}});
   INFO(r.output);
   REQUIRE(r.status.code == 0);
