@@ -107,15 +107,18 @@ nlohmann::json KerasAccuracy(const std::string& model, const std::string& data_d
   return nlohmann::json::parse(r.out);
 }
 
+// Starts the coordinator and a one-slot agent per name, and waits until all are up.
+void StartCluster(Cluster& cluster, const std::vector<std::string>& workers) {
+  REQUIRE(cluster.StartServer());
+  for (const std::string& name : workers) cluster.StartWorker(name, 1);
+  for (const std::string& name : workers) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
+}
+
 TEST_CASE("A 2-rank digits job submitted from the CLI succeeds and its model loads in Keras",
           "[integration][job]") {
   Digits digits;
   Cluster cluster(kLeaseTtl);
-  REQUIRE(cluster.StartServer());
-  cluster.StartWorker("w1", 1);
-  cluster.StartWorker("w2", 1);
-  REQUIRE(cluster.WaitForWorkerState("w1", "alive"));
-  REQUIRE(cluster.WaitForWorkerState("w2", "alive"));
+  StartCluster(cluster, {"w1", "w2"});
 
   DigitsJob spec;
   spec.epochs = 4;
@@ -159,11 +162,7 @@ TEST_CASE("A 2-rank digits job submitted from the CLI succeeds and its model loa
 TEST_CASE("Jobs queued behind a running one start in priority order", "[integration][job]") {
   Digits digits;
   Cluster cluster(kLeaseTtl);
-  REQUIRE(cluster.StartServer());
-  cluster.StartWorker("w1", 1);
-  cluster.StartWorker("w2", 1);
-  REQUIRE(cluster.WaitForWorkerState("w1", "alive"));
-  REQUIRE(cluster.WaitForWorkerState("w2", "alive"));
+  StartCluster(cluster, {"w1", "w2"});
   JobClient jobs(cluster.address());
 
   DigitsJob first{.name = "first", .epochs = 3};
@@ -190,11 +189,7 @@ TEST_CASE("Cancelling a job mid-epoch stops every rank and frees the slots",
           "[integration][job]") {
   Digits digits;
   Cluster cluster(kLeaseTtl);
-  REQUIRE(cluster.StartServer());
-  cluster.StartWorker("w1", 1);
-  cluster.StartWorker("w2", 1);
-  REQUIRE(cluster.WaitForWorkerState("w1", "alive"));
-  REQUIRE(cluster.WaitForWorkerState("w2", "alive"));
+  StartCluster(cluster, {"w1", "w2"});
   JobClient jobs(cluster.address());
 
   DigitsJob forever{.name = "long", .epochs = 200};
@@ -223,9 +218,7 @@ TEST_CASE("An agent killed mid-job: the job resumes from its checkpoint on a hea
           "[integration][job]") {
   Digits digits;
   Cluster cluster(kLeaseTtl);
-  REQUIRE(cluster.StartServer());
-  for (const char* name : {"w1", "w2", "w3"}) cluster.StartWorker(name, 1);
-  for (const char* name : {"w1", "w2", "w3"}) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
+  StartCluster(cluster, {"w1", "w2", "w3"});
   JobClient jobs(cluster.address());
 
   DigitsJob spec{.name = "resilient", .epochs = 8};
@@ -259,11 +252,7 @@ TEST_CASE("An agent killed mid-job with no restarts left fails the job, naming t
           "[integration][job]") {
   Digits digits;
   Cluster cluster(kLeaseTtl);
-  REQUIRE(cluster.StartServer());
-  cluster.StartWorker("w1", 1);
-  cluster.StartWorker("w2", 1);
-  REQUIRE(cluster.WaitForWorkerState("w1", "alive"));
-  REQUIRE(cluster.WaitForWorkerState("w2", "alive"));
+  StartCluster(cluster, {"w1", "w2"});
   JobClient jobs(cluster.address());
 
   DigitsJob spec{.name = "fragile", .epochs = 100, .max_restarts = 0};
@@ -283,11 +272,7 @@ TEST_CASE("A coordinator killed mid-job and restarted finishes the job, losing n
           "[integration][job]") {
   Digits digits;
   Cluster cluster(kLeaseTtl);
-  REQUIRE(cluster.StartServer());
-  cluster.StartWorker("w1", 1);
-  cluster.StartWorker("w2", 1);
-  REQUIRE(cluster.WaitForWorkerState("w1", "alive"));
-  REQUIRE(cluster.WaitForWorkerState("w2", "alive"));
+  StartCluster(cluster, {"w1", "w2"});
 
   DigitsJob spec{.name = "survivor", .epochs = 6};
   std::string id;
