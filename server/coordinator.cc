@@ -32,7 +32,41 @@ absl::Status Coordinator::Start() {
       WorkerRegistry::Create(db_.get(), clock_, {.lease_ttl = options_.lease_ttl});
   if (!workers.ok()) return workers.status();
   workers_ = std::move(*workers);
-  worker_service_ = std::make_unique<WorkerServiceImpl>(workers_.get());
+  absl::StatusOr<std::unique_ptr<Database>> jobs_db =
+      Database::Open(absl::StrCat(options_.data_dir, "/cohort.db"));
+  if (!jobs_db.ok()) return jobs_db.status();
+  jobs_db_ = std::move(*jobs_db);
+  absl::StatusOr<std::unique_ptr<JobStore>> jobs = JobStore::Create(jobs_db_.get(), clock_);
+  if (!jobs.ok()) return jobs.status();
+  jobs_ = std::move(*jobs);
+  absl::StatusOr<std::unique_ptr<ArtifactStore>> artifacts =
+      ArtifactStore::Create(options_.data_dir, options_.artifacts);
+  if (!artifacts.ok()) return artifacts.status();
+  artifacts_ = std::move(*artifacts);
+  rendezvous_ = std::make_unique<Rendezvous>();
+  manager_ = std::make_unique<JobManager>(jobs_.get(), workers_.get(), artifacts_.get(),
+                                          rendezvous_.get(), clock_,
+                                          JobManagerOptions{.start_timeout = options_.start_timeout});
+  if (absl::Status s = manager_->Recover(); !s.ok()) return s;
+  WorkerRegistry* registry = workers_.get();
+  validator_ = std::make_unique<JobValidator>(artifacts_.get(), [registry] {
+    std::vector<WorkerCapacity> out;
+    for (const v1::WorkerInfo& w : registry->List()) {
+      WorkerCapacity c;
+      c.name = w.name();
+      c.total_cpu_slots = w.resources().cpu_slots();
+      c.total_gpus = w.resources().gpus_size();
+      for (int32_t i = 0; i < c.total_cpu_slots; ++i) c.free_cpu_slots.push_back(i);
+      for (const v1::GpuInfo& g : w.resources().gpus()) c.free_gpus.push_back(g.index());
+      out.push_back(std::move(c));
+    }
+    return out;
+  });
+  job_service_ = std::make_unique<JobServiceImpl>(
+      jobs_.get(), artifacts_.get(), validator_.get(), manager_.get(),
+      JobServiceOptions{.max_queued_jobs = options_.max_queued_jobs});
+  worker_service_ = std::make_unique<WorkerServiceImpl>(workers_.get(), manager_.get(),
+                                                        rendezvous_.get(), artifacts_.get());
   cluster_service_ = std::make_unique<ClusterServiceImpl>(workers_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -41,6 +75,12 @@ absl::Status Coordinator::Start() {
   // gRPC sets SO_REUSEPORT by default, which lets a second server share a busy port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options_.listen.ToString(), grpc::InsecureServerCredentials(), &port_);
+  // Chunks are at most 1 MiB, but a job may carry its .keras file inline.
+  const int64_t max_message = std::min<int64_t>(
+      INT32_MAX, std::max<int64_t>(options_.artifacts.max_model_bytes, kTransferChunkBytes) +
+                     (int64_t{1} << 20));
+  builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+  builder.RegisterService(job_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(cluster_service_.get());
   server_ = builder.BuildAndStart();
@@ -50,6 +90,7 @@ absl::Status Coordinator::Start() {
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
 
+  manager_->Start();
   reaper_ = std::thread([this] { ReapLeases(); });
   spdlog::info("cohort-server listening on {}:{}, data in {}", options_.listen.host, port_,
                options_.data_dir);
@@ -67,6 +108,10 @@ void Coordinator::Shutdown() {
   if (!server_) return;
   spdlog::info("shutting down: health NOT_SERVING, finishing in-flight calls");
   server_->GetHealthCheckService()->SetServingStatus(false);
+  // Long calls (assignment streams, watches, rendezvous reads) end now, not at the
+  // grace deadline.
+  manager_->Stop();
+  rendezvous_->Close();
   server_->Shutdown(std::chrono::system_clock::now() +
                     absl::ToChronoMilliseconds(options_.shutdown_grace));
   server_->Wait();

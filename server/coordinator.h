@@ -1,7 +1,12 @@
 #pragma once
 
-// Coordinator: the running cohort-server. Owns the database, the registries, the gRPC
-// server (with grpc.health.v1 and server reflection) and the lease reaper.
+// Coordinator: the running cohort-server. Owns the database, the registries, the job
+// server (job store, artifact store, rendezvous, job manager), the gRPC server (with
+// grpc.health.v1 and server reflection) and the lease reaper.
+//
+// The job store gets its own SQLite connection to the database file, so its
+// transactions never take in statements the worker registry runs meanwhile. Jobs left
+// running by a previous coordinator are requeued before the server starts serving.
 //
 // Start() checks, in order, the listen address (the port is free), the data directory
 // and the database, so a bad flag or a busy port changes nothing on disk. Shutdown()
@@ -20,7 +25,13 @@
 #include "common/address.h"
 #include "common/clock.h"
 #include "server/cluster_service.h"
+#include "server/artifact_store.h"
 #include "server/database.h"
+#include "server/job_manager.h"
+#include "server/job_service.h"
+#include "server/job_store.h"
+#include "server/job_validator.h"
+#include "server/rendezvous.h"
 #include "server/worker_registry.h"
 #include "server/worker_service.h"
 
@@ -31,6 +42,9 @@ struct CoordinatorOptions {
   std::string data_dir;     // created when missing
   absl::Duration lease_ttl = absl::Seconds(10);
   absl::Duration shutdown_grace = absl::Seconds(10);
+  ArtifactStoreOptions artifacts;      // --max-upload-bytes, --max-model-bytes
+  int64_t max_queued_jobs = 10000;     // --max-queued-jobs
+  absl::Duration start_timeout = absl::Seconds(120);  // --start-timeout
 };
 
 class Coordinator {
@@ -51,7 +65,14 @@ class Coordinator {
   Clock* const clock_;
   int port_ = 0;
   std::unique_ptr<Database> db_;
+  std::unique_ptr<Database> jobs_db_;  // the job store's own connection
   std::unique_ptr<WorkerRegistry> workers_;
+  std::unique_ptr<JobStore> jobs_;
+  std::unique_ptr<ArtifactStore> artifacts_;
+  std::unique_ptr<Rendezvous> rendezvous_;
+  std::unique_ptr<JobManager> manager_;
+  std::unique_ptr<JobValidator> validator_;
+  std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ClusterServiceImpl> cluster_service_;
   std::unique_ptr<grpc::Server> server_;

@@ -294,10 +294,18 @@ absl::StatusOr<v1::ListJobsResponse> JobStore::List(const std::vector<v1::JobSta
 }
 
 absl::StatusOr<std::vector<QueuedJob>> JobStore::Queued() {
+  return InStates({v1::JOB_STATE_QUEUED});
+}
+
+absl::StatusOr<std::vector<QueuedJob>> JobStore::Waiting() {
+  return InStates({v1::JOB_STATE_QUEUED, v1::JOB_STATE_RESTARTING});
+}
+
+absl::StatusOr<std::vector<QueuedJob>> JobStore::InStates(const std::vector<v1::JobState>& states) {
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(absl::StrCat(
-      "SELECT id, priority, seq, workers, device FROM jobs WHERE state = ",
-      static_cast<int>(v1::JOB_STATE_QUEUED), " ORDER BY priority DESC, seq ASC"));
+      "SELECT id, priority, seq, workers, device FROM jobs WHERE state IN (", StateList(states),
+      ") ORDER BY priority DESC, seq ASC"));
   if (!stmt.ok()) return stmt.status();
   std::vector<QueuedJob> out;
   while (true) {
@@ -313,6 +321,31 @@ absl::StatusOr<std::vector<QueuedJob>> JobStore::Queued() {
     out.push_back(std::move(q));
   }
   return out;
+}
+
+absl::StatusOr<v1::Job> JobStore::Update(const std::string& id,
+                                         const std::function<void(v1::Job&)>& edit) {
+  absl::MutexLock lock(&mu_);
+  Transaction tx(db_);
+  if (absl::Status s = tx.Begin(); !s.ok()) return s;
+  absl::StatusOr<v1::Job> current = GetLocked(id);
+  if (!current.ok()) return current.status();
+  if (IsFinal(current->state())) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job '", id, "' is ", StateName(current->state()), " and cannot change"));
+  }
+  v1::Job job = *current;
+  if (edit) edit(job);
+  job.set_id(current->id());
+  *job.mutable_spec() = current->spec();
+  job.set_owner(current->owner());
+  *job.mutable_created_at() = current->created_at();
+  job.set_state(current->state());
+  job.set_reason(current->reason());
+  job.set_last_sequence(current->last_sequence());
+  if (absl::Status s = WriteJob(job); !s.ok()) return s;
+  if (absl::Status s = tx.Commit(); !s.ok()) return s;
+  return job;
 }
 
 absl::StatusOr<v1::Job> JobStore::Transition(const std::string& id, v1::JobState to,

@@ -35,10 +35,15 @@
 //   stored bytes that do not parse (never a crash); database errors as Database reports
 //   them (FAILED_PRECONDITION for a full disk or read-only file, INTERNAL otherwise).
 //
+// - Update adjusts a job without a state change (artifacts, restarts, ...): `edit` as
+//   for Transition, with state and reason undone too; no event is written. A job in a
+//   final state is FAILED_PRECONDITION.
+//
 // Thread safety: all methods may be called from any thread. One mutex serializes them,
-// so a multi-statement transaction never interleaves with another of this store. Note
-// that the Database connection is shared: statements other components run on it while
-// a transaction of this store is open become part of that transaction.
+// so a multi-statement transaction never interleaves with another of this store. The
+// Database connection should be the store's own (the coordinator opens a second
+// connection for it): statements other components ran on a shared connection while a
+// transaction of this store is open would become part of that transaction.
 
 #include <cstdint>
 #include <functional>
@@ -76,6 +81,10 @@ class JobStore {
 
   // The QUEUED jobs in schedule order: priority descending, then submission sequence.
   absl::StatusOr<std::vector<QueuedJob>> Queued();
+  // The jobs waiting for slots, QUEUED and RESTARTING, in the same order.
+  absl::StatusOr<std::vector<QueuedJob>> Waiting();
+
+  absl::StatusOr<v1::Job> Update(const std::string& id, const std::function<void(v1::Job&)>& edit);
 
   absl::StatusOr<v1::Job> Transition(const std::string& id, v1::JobState to,
                                      const std::string& reason,
@@ -109,6 +118,7 @@ class JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJob(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteEvent(const v1::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<QueuedJob>> InStates(const std::vector<v1::JobState>& states);
 
   Database* const db_;
   Clock* const clock_;

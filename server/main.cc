@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/address.h"
 #include "common/duration.h"
 #include "common/logging.h"
@@ -13,6 +15,27 @@
 #include "server/coordinator.h"
 
 namespace {
+
+// "1024", "512K", "64M", "16G" (powers of 1024) -> bytes.
+absl::StatusOr<int64_t> ParseBytes(const std::string& text, const char* flag) {
+  int64_t scale = 1;
+  std::string digits = text;
+  if (!digits.empty()) {
+    switch (digits.back()) {
+      case 'K': case 'k': scale = int64_t{1} << 10; break;
+      case 'M': case 'm': scale = int64_t{1} << 20; break;
+      case 'G': case 'g': scale = int64_t{1} << 30; break;
+      default: break;
+    }
+    if (scale != 1) digits.pop_back();
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(digits, &value) || value <= 0 || value > INT64_MAX / scale) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, ": '", text, "' is not a positive size (bytes, or with a K, M or G suffix)"));
+  }
+  return value * scale;
+}
 
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "cohort-server: error: %s\n", std::string(status.message()).c_str());
@@ -30,6 +53,10 @@ int main(int argc, char** argv) {
   std::string lease_ttl = "10s";
   std::string shutdown_grace = "10s";
   std::string log_level = "info";
+  std::string max_upload_bytes = "16G";
+  std::string max_model_bytes = "2G";
+  int64_t max_queued_jobs = 10000;
+  std::string start_timeout = "120s";
   app.add_option("--listen", listen, "HOST:PORT to serve gRPC on (port 0: pick a free one)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir, "directory for the database and artifacts")->required();
@@ -37,6 +64,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--shutdown-grace", shutdown_grace,
                  "how long in-flight calls may take to finish at shutdown")
+      ->capture_default_str();
+  app.add_option("--max-upload-bytes", max_upload_bytes,
+                 "largest data upload (.npy/.npz) or job artifact, e.g. 16G")
+      ->capture_default_str();
+  app.add_option("--max-model-bytes", max_model_bytes,
+                 "largest model file (.keras/.json), uploaded or sent with a job")
+      ->capture_default_str();
+  app.add_option("--max-queued-jobs", max_queued_jobs,
+                 "refuse submits while this many jobs are queued or running")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--start-timeout", start_timeout,
+                 "fail an attempt whose ranks have not all started within this long")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", cohort::kVersion);
@@ -59,6 +99,17 @@ int main(int argc, char** argv) {
       cohort::ParsePositiveDuration(shutdown_grace, "--shutdown-grace");
   if (!grace.ok()) return Fail(grace.status());
   options.shutdown_grace = *grace;
+  absl::StatusOr<int64_t> upload = ParseBytes(max_upload_bytes, "--max-upload-bytes");
+  if (!upload.ok()) return Fail(upload.status());
+  options.artifacts.max_upload_bytes = *upload;
+  absl::StatusOr<int64_t> model = ParseBytes(max_model_bytes, "--max-model-bytes");
+  if (!model.ok()) return Fail(model.status());
+  options.artifacts.max_model_bytes = *model;
+  options.max_queued_jobs = max_queued_jobs;
+  absl::StatusOr<absl::Duration> start =
+      cohort::ParsePositiveDuration(start_timeout, "--start-timeout");
+  if (!start.ok()) return Fail(start.status());
+  options.start_timeout = *start;
   if (absl::Status s = cohort::InitLogging("server", log_level); !s.ok()) return Fail(s);
 
   cohort::server::Coordinator coordinator(options);

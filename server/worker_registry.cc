@@ -161,6 +161,7 @@ absl::Status WorkerRegistry::Deregister(const v1::DeregisterRequest& request) {
   e->info.set_state(v1::WORKER_STATE_LEFT);
   ToProto(clock_->Now(), e->info.mutable_last_seen());
   spdlog::info("worker {} left", e->info.name());
+  if (listener_) listener_(e->info.name(), v1::WORKER_STATE_LEFT);
   return Persist(*e);
 }
 
@@ -183,8 +184,22 @@ std::vector<std::string> WorkerRegistry::ExpireLocked() {
     spdlog::warn("worker {} lost: no heartbeat for {}", name,
                  absl::FormatDuration(now - FromProto(e.info.last_seen())));
     expired.push_back(name);
+    if (listener_) listener_(name, v1::WORKER_STATE_LOST);
   }
   return expired;
+}
+
+absl::StatusOr<std::string> WorkerRegistry::LeaseOwner(const std::string& lease_id) {
+  absl::MutexLock lock(&mu_);
+  ExpireLocked();
+  Entry* e = FindLease(lease_id);
+  if (e == nullptr) return absl::NotFoundError("unknown or expired lease: register again");
+  return e->info.name();
+}
+
+void WorkerRegistry::SetListener(Listener listener) {
+  absl::MutexLock lock(&mu_);
+  listener_ = std::move(listener);
 }
 
 std::vector<v1::WorkerInfo> WorkerRegistry::List(const std::vector<v1::WorkerState>& states) {

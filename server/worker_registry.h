@@ -16,8 +16,13 @@
 // returns, so a restarted coordinator lists every worker it knew, as LOST until each
 // registers again.
 //
+// - A listener (SetListener) hears of every worker that becomes LOST or LEFT, so the
+//   job manager can fail the attempts that ran there. It is called with the registry's
+//   lock held: it must return quickly and must not call the registry.
+//
 // Thread safety: all methods may be called from any thread.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +55,13 @@ class WorkerRegistry {
   // Marks every worker whose lease has expired LOST. Returns the names it marked.
   std::vector<std::string> ExpireLeases();
 
+  // The name of the worker holding live lease `lease_id`; NOT_FOUND "unknown or
+  // expired lease: register again" otherwise.
+  absl::StatusOr<std::string> LeaseOwner(const std::string& lease_id);
+
+  using Listener = std::function<void(const std::string& name, v1::WorkerState state)>;
+  void SetListener(Listener listener);
+
   // Every known worker in `states` (all when empty), ordered by name.
   std::vector<v1::WorkerInfo> List(const std::vector<v1::WorkerState>& states = {});
 
@@ -76,6 +88,7 @@ class WorkerRegistry {
   absl::Mutex mu_;
   std::map<std::string, Entry> workers_ ABSL_GUARDED_BY(mu_);        // by name
   std::map<std::string, std::string> leases_ ABSL_GUARDED_BY(mu_);   // lease id -> name
+  Listener listener_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cohort::server

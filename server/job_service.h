@@ -1,0 +1,63 @@
+#pragma once
+
+// The gRPC face of JobService (proto/cohort/v1/job_service.proto) for clients.
+//
+// SubmitJob validates (server/job_validator.h), refuses when --max-queued-jobs jobs are
+// already queued or running (RESOURCE_EXHAUSTED), stores an inline model as an upload
+// artifact, then the job (the job store answers a repeated idempotency key with the
+// first job), and wakes the scheduler. dry_run validates only and answers the resolved
+// spec with no id. The owner is the "x-cohort-user" metadata value, else "local".
+// WatchJob sends stored events after after_sequence, then new ones as they are stored,
+// and ends after the event that made the job final (at once for a job already final
+// and fully sent). DownloadArtifact streams a job's artifact from an offset; model.keras
+// only once the job SUCCEEDED (FAILED_PRECONDITION before).
+
+#include <cstdint>
+
+#include "cohort/v1/job_service.grpc.pb.h"
+#include "server/artifact_store.h"
+#include "server/job_manager.h"
+#include "server/job_store.h"
+#include "server/job_validator.h"
+
+namespace cohort::server {
+
+struct JobServiceOptions {
+  int64_t max_queued_jobs = 10000;  // --max-queued-jobs
+};
+
+class JobServiceImpl final : public v1::JobService::Service {
+ public:
+  // Everything passed must outlive the service.
+  JobServiceImpl(JobStore* store, ArtifactStore* artifacts, const JobValidator* validator,
+                 JobManager* manager, JobServiceOptions options)
+      : store_(store), artifacts_(artifacts), validator_(validator), manager_(manager),
+        options_(options) {}
+
+  grpc::Status SubmitJob(grpc::ServerContext* context, const v1::SubmitJobRequest* request,
+                         v1::SubmitJobResponse* response) override;
+  grpc::Status GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
+                      v1::Job* response) override;
+  grpc::Status ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
+                        v1::ListJobsResponse* response) override;
+  grpc::Status CancelJob(grpc::ServerContext* context, const v1::CancelJobRequest* request,
+                         v1::Job* response) override;
+  grpc::Status WatchJob(grpc::ServerContext* context, const v1::WatchJobRequest* request,
+                        grpc::ServerWriter<v1::JobEvent>* writer) override;
+  grpc::Status UploadData(grpc::ServerContext* context, grpc::ServerReader<v1::UploadChunk>* reader,
+                          v1::UploadDataResponse* response) override;
+  grpc::Status DownloadArtifact(grpc::ServerContext* context,
+                                const v1::DownloadArtifactRequest* request,
+                                grpc::ServerWriter<v1::DataChunk>* writer) override;
+
+ private:
+  absl::StatusOr<v1::Job> Submit(const v1::SubmitJobRequest& request, const std::string& owner);
+
+  JobStore* const store_;
+  ArtifactStore* const artifacts_;
+  const JobValidator* const validator_;
+  JobManager* const manager_;
+  const JobServiceOptions options_;
+};
+
+}  // namespace cohort::server
