@@ -24,7 +24,7 @@ std::string Ago(const google::protobuf::Timestamp& t, absl::Time now) {
 bool IsSet(const google::protobuf::Timestamp& t) { return t.seconds() != 0 || t.nanos() != 0; }
 
 std::string Rfc3339(const google::protobuf::Timestamp& t) {
-  return absl::FormatTime(absl::RFC3339_sec, FromProto(t), absl::UTCTimeZone());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", FromProto(t), absl::UTCTimeZone());
 }
 
 std::string EpochSummary(const v1::EpochEnd& epoch) {

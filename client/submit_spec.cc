@@ -26,12 +26,16 @@ absl::StatusOr<int64_t> ParseInt(const std::string& text, absl::string_view flag
                                  int64_t max) {
   int64_t value = 0;
   if (!absl::SimpleAtoi(text, &value) || value < min || value > max) {
-    std::string range = max == std::numeric_limits<int32_t>::max() ||
-                                max == std::numeric_limits<int64_t>::max()
-                            ? absl::StrCat(">= ", min)
-                            : absl::StrCat("in [", min, ", ", max, "]");
-    if (min == std::numeric_limits<int32_t>::min()) range = "a 32-bit integer";
-    return FlagError(flag, absl::StrCat("must be an integer ", range, ", got '", text, "'"));
+    std::string what;
+    if (min == std::numeric_limits<int32_t>::min()) {
+      what = "a 32-bit integer";
+    } else if (max == std::numeric_limits<int32_t>::max() ||
+               max == std::numeric_limits<int64_t>::max()) {
+      what = absl::StrCat("an integer >= ", min);
+    } else {
+      what = absl::StrCat("an integer in [", min, ", ", max, "]");
+    }
+    return FlagError(flag, absl::StrCat("must be ", what, ", got '", text, "'"));
   }
   return value;
 }
