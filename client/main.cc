@@ -36,36 +36,36 @@ void AddSubmitFlags(CLI::App* submit, SubmitOptions& o) {
   submit->add_option("JOB", f.target, "a JOB.yaml, or a MODEL.keras (or MODEL.json) with --x/--y")
       ->required();
   // Data
-  AddOptional(submit, "--x", &f.x, "training inputs (.npy, or .npz with --key)")->group("Data");
-  AddOptional(submit, "--y", &f.y, "training targets (.npy, or .npz with --y-key)")->group("Data");
-  AddOptional(submit, "--key", &f.x_key, "the member of an .npz --x")->group("Data");
+  AddOptional(submit, "--x", &f.x, "training inputs (.npy, or .npz with --key)")->type_name("PATH")->group("Data");
+  AddOptional(submit, "--y", &f.y, "training targets (.npy, or .npz with --y-key)")->type_name("PATH")->group("Data");
+  AddOptional(submit, "--key", &f.x_key, "the member of an .npz --x")->type_name("NAME")->group("Data");
   AddOptional(submit, "--y-key", &f.y_key, "the member of an .npz --y (default file: --x's)")
-      ->group("Data");
-  AddOptional(submit, "--validation-x", &f.validation_x, "validation inputs")->group("Data");
-  AddOptional(submit, "--validation-y", &f.validation_y, "validation targets")->group("Data");
+      ->type_name("NAME")->group("Data");
+  AddOptional(submit, "--validation-x", &f.validation_x, "validation inputs")->type_name("PATH")->group("Data");
+  AddOptional(submit, "--validation-y", &f.validation_y, "validation targets")->type_name("PATH")->group("Data");
   AddOptional(submit, "--validation-key", &f.validation_x_key, "the member of an .npz --validation-x")
-      ->group("Data");
+      ->type_name("NAME")->group("Data");
   AddOptional(submit, "--validation-y-key", &f.validation_y_key,
               "the member of an .npz --validation-y")
-      ->group("Data");
+      ->type_name("NAME")->group("Data");
   AddOptional(submit, "--validation-split", &f.validation_split,
               "fraction of the rows held out for validation, in [0, 1)")
-      ->group("Data");
+      ->type_name("FRACTION")->group("Data");
   // model.fit
-  AddOptional(submit, "--epochs", &f.epochs, "epochs (default 1)")->group("Fit");
-  AddOptional(submit, "--batch-size", &f.batch_size, "global batch size (default 32)")->group("Fit");
+  AddOptional(submit, "--epochs", &f.epochs, "epochs (default 1)")->type_name("N")->group("Fit");
+  AddOptional(submit, "--batch-size", &f.batch_size, "global batch size (default 32)")->type_name("N")->group("Fit");
   submit->add_flag_callback("--shuffle", [&f] { f.shuffle = true; }, "shuffle every epoch (default)")
       ->group("Fit");
   submit->add_flag_callback("--no-shuffle", [&f] { f.shuffle = false; }, "do not shuffle")
       ->group("Fit");
-  AddOptional(submit, "--seed", &f.seed, "shuffling seed (default 0)")->group("Fit");
+  AddOptional(submit, "--seed", &f.seed, "shuffling seed (default 0)")->type_name("N")->group("Fit");
   // model.compile
   AddOptional(submit, "--optimizer", &f.optimizer, "sgd, adam, adamw, rmsprop, adagrad")
-      ->group("Compile (default: the model file's)");
+      ->type_name("NAME")->group("Compile (default: the model file's)");
   AddOptional(submit, "--learning-rate", &f.learning_rate, "the optimizer's learning rate")
-      ->group("Compile (default: the model file's)");
+      ->type_name("RATE")->group("Compile (default: the model file's)");
   AddOptional(submit, "--loss", &f.loss, "e.g. sparse_categorical_crossentropy, mse")
-      ->group("Compile (default: the model file's)");
+      ->type_name("NAME")->group("Compile (default: the model file's)");
   submit->add_flag_callback("--from-logits", [&f] { f.from_logits = true; },
                             "the loss takes logits")
       ->group("Compile (default: the model file's)");
@@ -73,21 +73,22 @@ void AddSubmitFlags(CLI::App* submit, SubmitOptions& o) {
       ->add_option_function<std::vector<std::string>>(
           "--metrics", [&f](const std::vector<std::string>& v) { f.metrics = v; },
           "comma-separated, e.g. accuracy,mae")
+      ->type_name("NAMES")
       ->delimiter(',')
       ->group("Compile (default: the model file's)");
   // Resources
-  AddOptional(submit, "--workers", &f.workers, "ranks (default 1)")->group("Resources");
-  AddOptional(submit, "--device", &f.device, "cpu or cuda (default cpu)")->group("Resources");
-  AddOptional(submit, "--priority", &f.priority, "higher runs first (default 0)")->group("Resources");
+  AddOptional(submit, "--workers", &f.workers, "ranks (default 1)")->type_name("N")->group("Resources");
+  AddOptional(submit, "--device", &f.device, "cpu or cuda (default cpu)")->type_name("cpu|cuda")->group("Resources");
+  AddOptional(submit, "--priority", &f.priority, "higher runs first (default 0)")->type_name("N")->group("Resources");
   AddOptional(submit, "--max-restarts", &f.max_restarts, "restarts after failures (default 3)")
-      ->group("Resources");
+      ->type_name("N")->group("Resources");
   AddOptional(submit, "--checkpoint-every", &f.checkpoint_every,
               "checkpoint every N epochs; 0: only at the end (default 1)")
-      ->group("Resources");
+      ->type_name("EPOCHS")->group("Resources");
   AddOptional(submit, "--checkpoint-keep", &f.checkpoint_keep, "checkpoints kept (default 2)")
-      ->group("Resources");
+      ->type_name("N")->group("Resources");
   AddOptional(submit, "--name", &f.name, "the job's name (default: the file's stem)")
-      ->group("Resources");
+      ->type_name("NAME")->group("Resources");
   // The submission itself
   submit->add_flag("--dry-run", o.dry_run, "print the resolved job; submit nothing");
   submit->add_flag("--upload", o.upload,
