@@ -55,3 +55,7 @@ cohort_forbid_links(cohort_server "${_cohort_torch}")
 cohort_forbid_links(cohort_client "${_cohort_torch}")
 cohort_forbid_links(cohort_trainer "${_cohort_grpc}")
 cohort_forbid_links(cohort_common "${_cohort_torch}" "${_cohort_grpc}")
+# The trainer writes TensorBoard files and every daemon serves metrics: both stay free
+# of LibTorch and gRPC.
+cohort_forbid_links(cohort_tensorboard "${_cohort_torch}" "${_cohort_grpc}")
+cohort_forbid_links(cohort_metrics "${_cohort_torch}" "${_cohort_grpc}")
