@@ -8,6 +8,11 @@
 //    "samples_per_second"}     (rank 0 only, at most every `step_interval`)
 //   {"event":"epoch_end", "epoch", "epochs", "metrics":{...incl. val_*}, "seconds",
 //    "samples_per_second"}     (rank 0 only; global metrics)
+//   {"event":"rank_stats", "rank", "epoch", "step", "steps" (in this window), "rows",
+//    "samples_per_second" (this rank's rows), "step_seconds", "data_seconds",
+//    "all_reduce_seconds", "all_reduce_wait_seconds" (per-step means of the window),
+//    "all_reduce_bytes", "rss_bytes"}   (every rank, at most every `step_interval` and
+//    at each epoch's end; worker/trainer/step_stats.h)
 //   {"event":"checkpoint", "epoch", "path"}
 //   {"event":"done", "model", "history"}
 //   {"event":"error", "message"}

@@ -2,6 +2,8 @@
 
 #include <torch/csrc/autograd/function_hook.h>
 
+#include "absl/time/clock.h"
+
 namespace cohort::trainer {
 namespace {
 
@@ -64,6 +66,7 @@ void GradientReducer::OnGradientReady(int variable) {
 void GradientReducer::StartReadyBuckets() {
   while (next_to_start_ < static_cast<int>(buckets_.size()) &&
          buckets_[next_to_start_].ready >= buckets_[next_to_start_].variables) {
+    if (next_to_start_ == 0) first_start_ = absl::Now();
     Bucket& b = buckets_[next_to_start_++];
     float* data = flat_->grad().data_ptr<float>() + b.offset;
     // On CUDA the NCCL collective orders itself after the kernels queued on LibTorch's
@@ -75,17 +78,21 @@ void GradientReducer::StartReadyBuckets() {
 absl::Status GradientReducer::FinishStep() {
   if (collective_ == nullptr || collective_->size() == 1) return absl::OkStatus();
   std::vector<std::unique_ptr<collective::Work>> works;
+  absl::Time wait_start = absl::Now(), first_start;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (Bucket& b : buckets_) b.ready = b.variables;
     StartReadyBuckets();
     works.swap(works_);
+    first_start = works.empty() ? wait_start : first_start_;
   }
   absl::Status status = absl::OkStatus();
   for (auto& w : works) {
     absl::Status s = w->Wait();
     if (status.ok() && !s.ok()) status = s;
   }
+  absl::Time end = absl::Now();
+  last_step_ = {end - first_start, end - wait_start, flat_->numel() * 4};
   return status;
 }
 

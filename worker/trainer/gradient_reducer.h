@@ -15,6 +15,9 @@
 // them on a rank that had no samples this step) and waits for every bucket. With one
 // rank (no collective) nothing is communicated.
 //
+// last_step() says what the step just finished cost in communication: for the
+// trainer's TensorBoard curves and the agent's metrics.
+//
 // Threads: hooks may fire on autograd's threads; BeginStep and FinishStep are called by
 // the training thread, outside backward.
 
@@ -26,6 +29,7 @@
 #include <torch/torch.h>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "worker/trainer/collective/collective.h"
 #include "worker/trainer/flat_parameters.h"
 
@@ -48,6 +52,16 @@ class GradientReducer {
 
   int bucket_count() const { return static_cast<int>(buckets_.size()); }
 
+  struct StepStats {
+    // From the start of the step's first bucket all-reduce to the end of its last.
+    absl::Duration all_reduce;
+    // The part of it FinishStep waited for: what backward did not hide.
+    absl::Duration wait;
+    int64_t bytes = 0;  // all-reduced by this rank
+  };
+  // The step that FinishStep last finished; zeros with one rank. Training thread only.
+  const StepStats& last_step() const { return last_step_; }
+
  private:
   struct Bucket {
     int64_t offset = 0;
@@ -67,6 +81,8 @@ class GradientReducer {
   std::mutex mu_;
   int next_to_start_ = 0;
   std::vector<std::unique_ptr<collective::Work>> works_;
+  absl::Time first_start_;  // of this step's first bucket; guarded by mu_
+  StepStats last_step_;
 };
 
 }  // namespace cohort::trainer

@@ -25,6 +25,8 @@
 #include "worker/trainer/keras_model.h"
 #include "worker/trainer/losses.h"
 #include "worker/trainer/optimizer.h"
+#include "worker/trainer/step_stats.h"
+#include "worker/trainer/tensorboard_log.h"
 #if COHORT_HAVE_NCCL
 #include "worker/trainer/collective/nccl_collective.h"
 #endif
@@ -112,6 +114,7 @@ class Run {
   std::unique_ptr<collective::PrefixStore> store_;
   std::unique_ptr<collective::Collective> collective_;
   std::unique_ptr<GradientReducer> reducer_;
+  std::unique_ptr<TensorBoardLog> tensorboard_;  // rank 0's curves; null elsewhere
   int first_epoch_ = 0;
   nlohmann::json history_ = nlohmann::json::object();
 };
@@ -280,9 +283,12 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   Totals totals(metrics_.size());
   const bool check = epoch == first_epoch_;
   const double loss_weight = compile_.loss_weight;
-  absl::Time start = absl::Now(), last_event = start;
+  absl::Time start = absl::Now(), last_event = start, last_stats = start;
   int64_t samples = 0;
+  StepStats stats;
   for (int64_t step = 0; step < plan.steps(); ++step) {
+    absl::Time step_start = absl::Now();
+    StepTiming timing;
     BatchPlan::Slice slice = plan.RankSlice(step);
     if (reducer_) reducer_->BeginStep();
     flat_->ZeroGrad();
@@ -292,6 +298,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
       if (absl::Status s = data_->GatherTrain(slice.rows, device_, check, &x, &y); !s.ok()) {
         return s;
       }
+      timing.data = absl::Now() - step_start;
       KerasModel::Output out = model_->Forward(x, /*training=*/true);
       torch::Tensor per = ElementLosses(*compile_.loss, out, y);
       int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
@@ -317,6 +324,24 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     optimizer_->Step(*flat_);
     samples += slice.global_rows;
     absl::Time now = absl::Now();
+    timing.step = now - step_start;
+    timing.rows = static_cast<int64_t>(slice.rows.size());
+    if (reducer_) {
+      timing.all_reduce = reducer_->last_step().all_reduce;
+      timing.all_reduce_wait = reducer_->last_step().wait;
+      timing.all_reduce_bytes = reducer_->last_step().bytes;
+    }
+    stats.Add(timing);
+    if (tensorboard_) {
+      tensorboard_->AddStep(optimizer_->iterations(), totals.loss(), optimizer_->learning_rate(),
+                            timing, slice.global_rows);
+    }
+    if (now - last_stats >= o_.step_event_interval || step + 1 == plan.steps()) {
+      nlohmann::json fields = stats.TakeWindow(now - last_stats);
+      fields.update({{"rank", o_.rank}, {"epoch", epoch + 1}, {"step", step + 1}});
+      events_.Emit("rank_stats", std::move(fields));
+      last_stats = now;
+    }
     if (leader() && (now - last_event >= o_.step_event_interval || step + 1 == plan.steps())) {
       last_event = now;
       nlohmann::json metrics = {{"loss", totals.loss()}};
@@ -407,6 +432,15 @@ absl::Status Run::Execute() {
       return absl::FailedPreconditionError(absl::StrCat("--out ", o_.out_dir, ": ", ec.message()));
     }
   }
+  if (leader()) {
+    // Curves are a convenience: a run whose TensorBoard files cannot be made trains on.
+    absl::StatusOr<std::unique_ptr<TensorBoardLog>> tb = TensorBoardLog::Create(o_.out_dir + "/tensorboard");
+    if (tb.ok()) {
+      tensorboard_ = std::move(*tb);
+    } else {
+      spdlog::warn("no TensorBoard curves for this run: {}", tb.status());
+    }
+  }
   if (absl::Status s = Resume(); !s.ok()) return s;
   if (absl::Status s = Connect(); !s.ok()) return s;
   if (absl::Status s = SyncState(); !s.ok()) return s;
@@ -428,6 +462,14 @@ absl::Status Run::Execute() {
       events_.Emit("epoch_end", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"metrics", logs},
                                  {"seconds", seconds},
                                  {"samples_per_second", samples / std::max(seconds, 1e-9)}});
+      if (tensorboard_) {
+        if (absl::Status s = tensorboard_->EndEpoch(epoch, logs, optimizer_->learning_rate(),
+                                                    samples / std::max(seconds, 1e-9));
+            !s.ok()) {
+          spdlog::warn("TensorBoard curves stop here: {}", s);
+          tensorboard_.reset();
+        }
+      }
     }
     int every = o_.spec.checkpoint.every_epochs;
     bool last = epoch + 1 == fit.epochs;
