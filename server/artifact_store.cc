@@ -57,8 +57,10 @@ absl::Status RenameInto(const std::string& from, const std::string& to) {
 }  // namespace
 
 absl::StatusOr<v1::ArtifactInfo> ArtifactStore::Receiver::Commit() {
+  if (!file_) return absl::FailedPreconditionError("the transfer has ended");
   int64_t size = file_->size();
   absl::StatusOr<std::string> digest = file_->Commit();
+  file_.reset();  // a failed transfer leaves nothing behind, not even in incoming/
   if (!digest.ok()) return digest.status();
   v1::ArtifactInfo info;
   info.set_size_bytes(size);

@@ -45,9 +45,11 @@ class ArtifactStore {
   // An upload in progress. Commit() checks it and moves it into place.
   class Receiver {
    public:
-    absl::Status Append(absl::string_view bytes) { return file_->Append(bytes); }
-    int64_t size() const { return file_->size(); }
-    // Returns what was stored: for an upload, name = the artifact id.
+    absl::Status Append(absl::string_view bytes) {
+      if (!file_) return absl::FailedPreconditionError("the transfer has ended");
+      return file_->Append(bytes);
+    }
+    // Returns what was stored: for an upload, name = the artifact id. Call once.
     absl::StatusOr<v1::ArtifactInfo> Commit();
 
    private:

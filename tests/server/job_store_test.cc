@@ -473,5 +473,44 @@ TEST_CASE("A version-1 database gains the job tables", "[server]") {
   CHECK((*stmt)->ColumnInt(0) == 1);
 }
 
+TEST_CASE("JobStore Update edits a job without a state change or event", "[server]") {
+  Fixture f;
+  v1::Job job = f.Insert("a");
+  auto updated = f.store->Update(job.id(), [](v1::Job& j) {
+    j.add_artifacts()->set_name("model.keras");
+    j.set_restarts(2);
+    j.set_state(v1::JOB_STATE_RUNNING);  // undone
+    j.set_last_sequence(99);             // undone
+  });
+  REQUIRE(updated.ok());
+  v1::Job got = *f.store->Get(job.id());
+  CHECK(got.state() == v1::JOB_STATE_QUEUED);
+  CHECK(got.restarts() == 2);
+  REQUIRE(got.artifacts_size() == 1);
+  CHECK(got.last_sequence() == 1);
+  CHECK(f.store->Events(job.id(), 0)->size() == 1);
+  REQUIRE(f.store->Transition(job.id(), v1::JOB_STATE_CANCELLED, "").ok());
+  CHECK(f.store->Update(job.id(), nullptr).status().code() ==
+        absl::StatusCode::kFailedPrecondition);
+  CHECK(f.store->Update("job-none", nullptr).status().code() == absl::StatusCode::kNotFound);
+}
+
+TEST_CASE("JobStore Waiting lists QUEUED and RESTARTING jobs in schedule order", "[server]") {
+  Fixture f;
+  v1::Job low = f.Insert("low", 0);
+  v1::Job high = f.Insert("high", 5);
+  v1::Job restarting = f.Insert("restarting", 0);
+  REQUIRE(f.store->Transition(restarting.id(), v1::JOB_STATE_STARTING, "").ok());
+  REQUIRE(f.store->Transition(restarting.id(), v1::JOB_STATE_RESTARTING, "rank lost").ok());
+  v1::Job running = f.Insert("running", 9);
+  REQUIRE(f.store->Transition(running.id(), v1::JOB_STATE_STARTING, "").ok());
+  auto waiting = f.store->Waiting();
+  REQUIRE(waiting.ok());
+  std::vector<std::string> ids;
+  for (const QueuedJob& q : *waiting) ids.push_back(q.id);
+  CHECK(ids == std::vector<std::string>{high.id(), low.id(), restarting.id()});
+  CHECK(f.store->Queued()->size() == 2);
+}
+
 }  // namespace
 }  // namespace cohort::server
