@@ -65,4 +65,34 @@ std::string RenderBar(int64_t step, int64_t total, int width, bool color) {
   return out;
 }
 
+std::string FitToColumns(const std::string& line, int columns) {
+  std::string out;
+  int used = 0;
+  bool cut = false;
+  for (size_t i = 0; i < line.size();) {
+    const unsigned char c = static_cast<unsigned char>(line[i]);
+    if (c == 0x1b) {  // CSI: ESC [ parameters final-byte
+      size_t end = i + 1;
+      if (end < line.size() && line[end] == '[') {
+        ++end;
+        while (end < line.size() && !(line[end] >= 0x40 && line[end] <= 0x7e)) ++end;
+      }
+      end = std::min(line.size(), end + 1);
+      out.append(line, i, end - i);
+      i = end;
+      continue;
+    }
+    size_t length = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : 4;
+    length = std::min(length, line.size() - i);
+    if (used < columns && !cut) {
+      out.append(line, i, length);
+      ++used;
+    } else {
+      cut = true;
+    }
+    i += length;
+  }
+  return out;
+}
+
 }  // namespace cohort::client

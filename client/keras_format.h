@@ -36,4 +36,9 @@ std::string FormatStepCount(int64_t step, int64_t total);
 // the empty cells are drawn as "─" so the bar still reads.
 std::string RenderBar(int64_t step, int64_t total, int width, bool color);
 
+// `line` cut to at most `columns` terminal columns (one per code point; ANSI escape
+// sequences take none and are kept, so colors still end). A line redrawn in place must
+// not wrap: "\r" returns to the start of the last row only.
+std::string FitToColumns(const std::string& line, int columns);
+
 }  // namespace cohort::client

@@ -234,6 +234,7 @@ int main(int argc, char** argv) {
     WatchOptions options;
     options.job_id = job_id;
     options.style = StyleFromFlag(watch_output, &options.color);
+    options.columns = TerminalColumns();
     return WatchJob(connection, options, interrupt);
   }
   if (logs->parsed()) {

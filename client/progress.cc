@@ -167,6 +167,7 @@ std::string ProgressRenderer::RenderTty(const v1::JobEvent& event) {
       std::string out;
       if (!open_bar_.empty() && bar_epoch_ != event.step().epoch()) out = "\n";  // no epoch end seen
       open_bar_ = StepLine(event);
+      if (options_.columns > 1) open_bar_ = FitToColumns(open_bar_, options_.columns - 1);
       bar_epoch_ = event.step().epoch();
       return absl::StrCat(out, kEraseLine, open_bar_);
     }

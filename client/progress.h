@@ -38,6 +38,9 @@ struct ProgressOptions {
   ProgressStyle style = ProgressStyle::kPlain;
   bool color = false;  // kTty: a green bar as Keras draws it
   int bar_width = 20;  // Keras' width
+  // kTty: the terminal's width; the redrawn bar line is cut to one column less so it
+  // never wraps. 0: unknown, no cut.
+  int columns = 0;
   // spec.max_restarts of the job, for "restart 1 of 3"; -1 when unknown.
   int max_restarts = -1;
   // kJson: only the events kLogs shows (log lines, state changes, attempts).

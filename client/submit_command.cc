@@ -98,6 +98,7 @@ int RunSubmitCommand(const Connection& connection, const SubmitOptions& options,
   WatchOptions watch;
   watch.job_id = id;
   watch.style = StyleFromFlag(options.output, &watch.color);
+  watch.columns = TerminalColumns();
   return WatchJob(connection, watch, *interrupt);
 }
 

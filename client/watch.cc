@@ -1,5 +1,6 @@
 #include "client/watch.h"
 
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -32,6 +33,12 @@ bool Retryable(grpc::StatusCode code) {
 
 }  // namespace
 
+int TerminalColumns() {
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+  return size.ws_col;
+}
+
 ProgressStyle StyleFromFlag(const std::string& output, bool* color) {
   *color = false;
   if (output == "json") return ProgressStyle::kJson;
@@ -61,6 +68,7 @@ int WatchJob(const Connection& connection, const WatchOptions& options,
   progress.style = options.style;
   progress.color = options.color;
   progress.logs_only = options.logs_only;
+  progress.columns = options.columns;
   progress.max_restarts = job.spec().has_max_restarts() ? job.spec().max_restarts() : 3;
   ProgressRenderer renderer(options.job_id, progress);
   // Without --follow, stop at the newest event stored now.

@@ -25,6 +25,7 @@ struct WatchOptions {
   ProgressStyle style = ProgressStyle::kPlain;
   bool color = false;
   bool logs_only = false;  // kJson: only what `cohort logs` shows
+  int columns = 0;         // kTty: the terminal's width (0: unknown)
   // false: print the events stored so far and stop (`cohort logs` without -f).
   bool follow = true;
   absl::Duration reconnect_for = absl::Minutes(5);
@@ -39,5 +40,8 @@ int WatchJob(const Connection& connection, const WatchOptions& options,
 // The style `-o` asks for: "json", "plain", "tty", or "auto" (a TTY on stdout, unless
 // TERM is "dumb", gets kTty). Color on a TTY unless NO_COLOR is set.
 ProgressStyle StyleFromFlag(const std::string& output, bool* color);
+
+// The width of the terminal on stdout, or 0 when stdout is not one.
+int TerminalColumns();
 
 }  // namespace cohort::client

@@ -77,5 +77,15 @@ TEST_CASE("The bar fills in proportion to the steps done", "[client]") {
   CHECK(colored.find("─") == std::string::npos);
 }
 
+TEST_CASE("A redrawn line is cut to the terminal's width, escapes kept", "[client]") {
+  CHECK(FitToColumns("Epoch 1/2 - loss", 9) == "Epoch 1/2");
+  CHECK(FitToColumns("short", 80) == "short");
+  CHECK(FitToColumns("━━━━ 3/4", 3) == "━━━");
+  // Colors take no column, and the reset after the cut part is kept.
+  CHECK(FitToColumns("\x1b[32m━━\x1b[0m\x1b[2m━━\x1b[0m 2/4", 3) ==
+        "\x1b[32m━━\x1b[0m\x1b[2m━\x1b[0m");
+  CHECK(FitToColumns("abc", 0).empty());
+}
+
 }  // namespace
 }  // namespace cohort::client

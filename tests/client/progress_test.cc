@@ -153,6 +153,17 @@ TEST_CASE("TTY: color draws the bar as Keras does", "[client]") {
   CHECK(line.find(" 50/100 - 1s 20ms/step") != std::string::npos);
 }
 
+TEST_CASE("TTY: the redrawn bar never wraps on a narrow terminal", "[client]") {
+  Events ev;
+  ProgressOptions o = Style(ProgressStyle::kTty);
+  o.columns = 30;
+  ProgressRenderer r("job-7", o);
+  r.Render(ev.State(0, v1::JOB_STATE_STARTING, v1::JOB_STATE_RUNNING));
+  CHECK(r.Render(ev.Step(1, 1, 50, 100, 1.0)) == "\r\x1b[2KEpoch 1/2 " + Bar(10, 19));
+  // The epoch's last line stays whole: it is printed once and may wrap.
+  CHECK(r.Render(ev.Epoch(2, 1, 2)).size() > 100);
+}
+
 TEST_CASE("Plain: one line per epoch and the cluster lines, never a redraw", "[client]") {
   Events ev;
   ProgressRenderer r("job-7", Style(ProgressStyle::kPlain));
