@@ -9,12 +9,16 @@
 #include <cstdlib>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/address.h"
+#include "common/duration.h"
 #include "common/logging.h"
 #include "common/names.h"
 #include "common/signals.h"
 #include "common/version.h"
 #include "worker/agent/agent.h"
+#include "worker/agent/coordinator_store.h"
 #include "worker/trainer/devices.h"
 #include "worker/trainer/commands.h"
 
@@ -31,6 +35,20 @@ std::string HostName() {
   return name;
 }
 
+// --rendezvous for `train`: the coordinator's store under the agent, a shared directory
+// for standalone runs.
+absl::StatusOr<std::unique_ptr<cohort::trainer::collective::Store>> OpenStore(absl::string_view url) {
+  if (cohort::agent::IsCoordinatorRendezvous(url)) {
+    absl::StatusOr<std::unique_ptr<cohort::agent::CoordinatorStore>> store =
+        cohort::agent::CoordinatorStore::Open(url, {});
+    if (!store.ok()) return store.status();
+    return std::unique_ptr<cohort::trainer::collective::Store>(std::move(*store));
+  }
+  if (absl::StartsWith(url, "file://")) return cohort::trainer::OpenFileStore(url);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--rendezvous: '", url, "' is neither file://DIR nor coordinator://HOST:PORT/JOB_ID/ATTEMPT"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,6 +59,8 @@ int main(int argc, char** argv) {
   int slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string advertise;
   std::string log_level = "info";
+  std::string work_dir;
+  std::string stop_grace = "10s";
   app.add_option("--coordinator", coordinator, "coordinator HOST:PORT (env COHORT_COORDINATOR)");
   app.add_option("--name", name, "worker name, unique in the cluster")->capture_default_str();
   app.add_option("--slots", slots, "CPU slots (ranks) this worker offers")
@@ -50,6 +70,11 @@ int main(int argc, char** argv) {
                  "address other workers reach this one at (default: the local address that "
                  "routes to the coordinator)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--work-dir", work_dir,
+                 "data cache and the trainers' outputs (default /tmp/cohort-worker-<name>)");
+  app.add_option("--stop-grace", stop_grace,
+                 "how long a stopped trainer gets after SIGTERM before SIGKILL")
+      ->capture_default_str();
   app.set_version_flag("--version", cohort::kVersion);
   app.require_subcommand(0, 1);
   cohort::trainer::TrainCommand train;
@@ -62,7 +87,7 @@ int main(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  if (train_app->parsed()) return cohort::trainer::RunTrainCommand(train);
+  if (train_app->parsed()) return cohort::trainer::RunTrainCommand(train, OpenStore);
   if (predict_app->parsed()) return cohort::trainer::RunPredictCommand(predict);
   // Only the agent handles SIGTERM/SIGINT on a thread of its own (before any thread
   // starts); train and predict keep the default action and stop at once.
@@ -74,12 +99,19 @@ int main(int argc, char** argv) {
   absl::StatusOr<cohort::HostPort> address = cohort::ParseHostPort(coordinator);
   if (!address.ok()) return Fail(address.status());
   if (absl::Status s = cohort::CheckName(name, "--name"); !s.ok()) return Fail(s);
+  absl::StatusOr<absl::Duration> grace = cohort::ParsePositiveDuration(stop_grace, "--stop-grace");
+  if (!grace.ok()) {
+    std::fprintf(stderr, "cohort-worker: error: %s\n", std::string(grace.status().message()).c_str());
+    return 2;
+  }
   if (absl::Status s = cohort::InitLogging("agent", log_level); !s.ok()) return Fail(s);
 
   cohort::agent::AgentOptions options;
   options.coordinator = *address;
   options.name = name;
   options.cpu_slots = slots;
+  options.work_dir = work_dir;
+  options.stop_grace = *grace;
   options.advertise_address =
       advertise.empty() ? cohort::agent::LocalAddressToward(*address) : advertise;
   for (const auto& gpu : cohort::trainer::CudaDevices()) {

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <random>
+#include <thread>
 
 #include <grpcpp/client_context.h>
 #include <spdlog/spdlog.h>
@@ -26,12 +28,46 @@ std::string NewInstanceId() {
   return absl::StrFormat("%016x", rng());
 }
 
+AgentOptions WithDefaults(AgentOptions options) {
+  if (options.work_dir.empty()) options.work_dir = "/tmp/cohort-worker-" + options.name;
+  if (options.threads_per_rank <= 0) {
+    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    options.threads_per_rank = std::max(1, cores / std::max(1, options.cpu_slots));
+  }
+  return options;
+}
+
 }  // namespace
 
 Agent::Agent(AgentOptions options)
-    : options_(std::move(options)),
-      instance_id_(NewInstanceId()),
-      stub_(v1::WorkerService::NewStub(CreateCoordinatorChannel(options_.coordinator))) {}
+    : options_(WithDefaults(std::move(options))), instance_id_(NewInstanceId()) {
+  std::shared_ptr<grpc::Channel> channel = CreateCoordinatorChannel(options_.coordinator);
+  stub_ = v1::WorkerService::NewStub(channel);
+  jobs_ = v1::JobService::NewStub(channel);
+  cache_ = std::make_unique<DataCache>(options_.work_dir + "/cache", stub_.get());
+  events_ = std::make_unique<EventForwarder>(stub_.get(), EventForwarder::Options{});
+  RunnerContext context;
+  context.worker = stub_.get();
+  context.jobs = jobs_.get();
+  context.cache = cache_.get();
+  context.events = events_.get();
+  context.work_dir = options_.work_dir;
+  context.launch.trainer_binary = options_.trainer_binary;
+  context.launch.coordinator = options_.coordinator;
+  context.launch.advertise_address = options_.advertise_address;
+  context.launch.threads = options_.threads_per_rank;
+  context.stop_grace = options_.stop_grace;
+  context.rpc_timeout = options_.rpc_timeout;
+  context.shutdown = &shutdown_;
+  ranks_ = std::make_unique<RankSet>(context);
+  assignments_ = std::make_unique<AssignmentLoop>(stub_.get(), ranks_.get());
+}
+
+Agent::~Agent() {
+  Stop();
+  assignments_->Cancel();
+  if (stream_thread_.joinable()) stream_thread_.join();
+}
 
 std::unique_ptr<grpc::ClientContext> Agent::Context() const {
   auto context = std::make_unique<grpc::ClientContext>();
@@ -45,6 +81,16 @@ void Agent::Stop() {
 }
 
 absl::Status Agent::Run() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.work_dir, ec);
+  if (ec) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--work-dir ", options_.work_dir, ": ", ec.message()));
+  }
+  spdlog::info("work dir {}, stop grace {}", options_.work_dir,
+               absl::FormatDuration(options_.stop_grace));
+  stream_thread_ = std::thread([this] { StreamAssignments(); });
+
   v1::RegisterRequest request;
   request.set_name(options_.name);
   request.set_instance_id(instance_id_);
@@ -55,6 +101,7 @@ absl::Status Agent::Run() {
 
   absl::Duration backoff = absl::Milliseconds(100);
   absl::StatusCode last_error = absl::StatusCode::kOk;
+  bool stopped_cleanly = false;
   while (!stop_.HasBeenNotified()) {
     v1::RegisterResponse lease;
     absl::Status status = FromGrpcStatus(stub_->Register(Context().get(), request, &lease));
@@ -63,10 +110,15 @@ absl::Status Agent::Run() {
                    options_.coordinator.ToString(), options_.cpu_slots, options_.gpus.size());
       backoff = absl::Milliseconds(100);
       last_error = absl::StatusCode::kOk;
-      if (KeepLease(lease)) break;
+      if (KeepLease(lease)) {
+        stopped_cleanly = true;
+        break;
+      }
       continue;
     }
     if (status.code() == absl::StatusCode::kInvalidArgument) {
+      Stop();
+      StopRanks(std::nullopt, absl::Seconds(1));
       return absl::InvalidArgumentError(
           absl::StrCat("the coordinator refused this worker: ", status.message()));
     }
@@ -79,17 +131,52 @@ absl::Status Agent::Run() {
     stop_.WaitForNotificationWithTimeout(backoff);
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
+  // Stopped while not registered: the ranks still end, their exits are reported as
+  // far as the coordinator can be reached.
+  if (!stopped_cleanly) StopRanks(std::nullopt, absl::Seconds(1));
   return absl::OkStatus();
+}
+
+absl::Status Agent::Heartbeat(const std::string& lease_id) {
+  v1::HeartbeatRequest request;
+  request.set_lease_id(lease_id);
+  for (const v1::RankRef& rank : ranks_->Running()) *request.add_running() = rank;
+  v1::HeartbeatResponse response;
+  return FromGrpcStatus(stub_->Heartbeat(Context().get(), request, &response));
 }
 
 bool Agent::KeepLease(const v1::RegisterResponse& lease) {
   absl::Duration interval = FromProto(lease.heartbeat_interval());
+  if (interval <= absl::ZeroDuration()) interval = absl::Seconds(1);
+  // One heartbeat at once (with the ranks still running from before), then the stream.
+  absl::Status first = Heartbeat(lease.lease_id());
+  if (absl::IsNotFound(first)) return false;
+  {
+    absl::MutexLock lock(&mu_);
+    lease_id_ = lease.lease_id();
+    lease_lost_ = false;
+  }
+  auto lose_lease = [this] {
+    absl::MutexLock lock(&mu_);
+    lease_id_.reset();
+  };
   bool warned = false;
-  while (!stop_.WaitForNotificationWithTimeout(interval)) {
-    v1::HeartbeatRequest request;
-    request.set_lease_id(lease.lease_id());
-    v1::HeartbeatResponse response;
-    absl::Status status = FromGrpcStatus(stub_->Heartbeat(Context().get(), request, &response));
+  while (true) {
+    absl::Time next = absl::Now() + interval;
+    bool lost = false;
+    while (!stop_.HasBeenNotified() && absl::Now() < next) {
+      stop_.WaitForNotificationWithTimeout(std::min(next - absl::Now(), absl::Milliseconds(100)));
+      absl::MutexLock lock(&mu_);
+      if (lease_lost_) lost = true;
+      if (lost) break;
+    }
+    if (stop_.HasBeenNotified()) break;
+    if (lost) {
+      spdlog::warn("the coordinator no longer knows this worker's lease; registering again");
+      lose_lease();
+      return false;
+    }
+    absl::Status status = Heartbeat(lease.lease_id());
     if (status.ok()) {
       if (warned) spdlog::info("coordinator reachable again");
       warned = false;
@@ -98,6 +185,7 @@ bool Agent::KeepLease(const v1::RegisterResponse& lease) {
     if (status.code() == absl::StatusCode::kNotFound) {
       spdlog::warn("coordinator no longer knows this worker's lease ({}); registering again",
                    status.message());
+      lose_lease();
       return false;
     }
     if (!warned) {
@@ -105,8 +193,62 @@ bool Agent::KeepLease(const v1::RegisterResponse& lease) {
       warned = true;
     }
   }
+  StopRanks(lease.lease_id(), interval);
+  lose_lease();
   Deregister(lease.lease_id());
   return true;
+}
+
+void Agent::StopRanks(const std::optional<std::string>& lease_id, absl::Duration interval) {
+  if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
+  assignments_->Cancel();
+  ranks_->StopAll();
+  if (ranks_->size() > 0) spdlog::info("stopping {} rank(s)", ranks_->size());
+  // Bounded: the grace, then each runner's bounded exit report, and a margin.
+  absl::Time give_up = absl::Now() + options_.stop_grace + absl::Seconds(15);
+  while (!ranks_->WaitAllDone(std::min(interval, absl::Seconds(1)))) {
+    if (absl::Now() >= give_up) {
+      spdlog::warn("ranks still stopping after {}; leaving", absl::FormatDuration(options_.stop_grace));
+      break;
+    }
+    if (lease_id) Heartbeat(*lease_id).IgnoreError();
+  }
+  events_->Stop(absl::Seconds(2));
+}
+
+void Agent::StreamAssignments() {
+  absl::Duration backoff = absl::Milliseconds(100);
+  absl::StatusCode last_error = absl::StatusCode::kOk;
+  while (!stop_.HasBeenNotified()) {
+    std::optional<std::string> lease_id;
+    {
+      absl::MutexLock lock(&mu_);
+      lease_id = lease_id_;
+    }
+    if (!lease_id) {
+      stop_.WaitForNotificationWithTimeout(absl::Milliseconds(50));
+      continue;
+    }
+    absl::Time opened = absl::Now();
+    absl::Status status = assignments_->Stream(*lease_id);
+    if (stop_.HasBeenNotified() || absl::IsCancelled(status)) break;
+    if (absl::IsNotFound(status)) {
+      absl::MutexLock lock(&mu_);
+      if (lease_id_ == lease_id) {
+        lease_lost_ = true;
+        lease_id_.reset();
+      }
+      continue;
+    }
+    if (absl::Now() - opened > absl::Seconds(5)) backoff = absl::Milliseconds(100);
+    if (status.code() != last_error) {
+      spdlog::warn("assignment stream ended: {}; re-opening",
+                   status.ok() ? "closed by the coordinator" : std::string(status.message()));
+      last_error = status.code();
+    }
+    stop_.WaitForNotificationWithTimeout(backoff);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
 }
 
 void Agent::Deregister(const std::string& lease_id) {

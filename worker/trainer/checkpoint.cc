@@ -96,7 +96,8 @@ absl::StatusOr<CheckpointState> Load(const std::string& path) {
 
 }  // namespace
 
-absl::Status WriteCheckpoint(const std::string& dir, const CheckpointState& state, int keep) {
+absl::StatusOr<std::string> WriteCheckpoint(const std::string& dir, const CheckpointState& state,
+                                            int keep) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return absl::FailedPreconditionError(absl::StrCat(dir, ": ", ec.message()));
@@ -129,7 +130,7 @@ absl::Status WriteCheckpoint(const std::string& dir, const CheckpointState& stat
   if (absl::Status s = (*zip)->Finish(); !s.ok()) return s;
   std::vector<fs::path> files = CheckpointFiles(dir);
   for (size_t i = 0; i + keep < files.size(); ++i) fs::remove(files[i], ec);
-  return absl::OkStatus();
+  return path;
 }
 
 absl::StatusOr<std::optional<CheckpointState>> LoadLatestCheckpoint(

@@ -33,7 +33,9 @@ struct CheckpointState {
   std::vector<torch::Tensor> buffers;    // non-trainable variables, in model order
 };
 
-absl::Status WriteCheckpoint(const std::string& dir, const CheckpointState& state, int keep);
+// Writes `DIR/ckpt-epoch-NNNNNN.zip` for state.epochs_done and returns its path.
+absl::StatusOr<std::string> WriteCheckpoint(const std::string& dir, const CheckpointState& state,
+                                            int keep);
 
 // The newest checkpoint in `dir` that loads and that `fits` accepts; nullopt when
 // there is none. Files that fail are reported through `warn` and skipped.

@@ -28,7 +28,8 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
   train->add_option("--rank", c.rank, "this process's rank")->check(CLI::NonNegativeNumber);
   train->add_option("--world", c.world, "the number of ranks")->check(CLI::PositiveNumber);
   train->add_option("--rendezvous", c.rendezvous,
-                    "file://DIR shared by the ranks (needed when --world > 1)");
+                    "where the ranks meet (needed when --world > 1): file://DIR shared by "
+                    "the ranks, or coordinator://HOST:PORT/JOB/ATTEMPT");
   train->add_option("--out", c.out_dir, "where rank 0 writes model.keras, history.json, checkpoints")
       ->required();
   train->add_option("--device", c.device, "cpu or cuda (default: the job's)")
@@ -44,7 +45,18 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
   return train;
 }
 
-int RunTrainCommand(const TrainCommand& c) {
+absl::StatusOr<std::unique_ptr<collective::Store>> OpenFileStore(absl::string_view url) {
+  if (!absl::StartsWith(url, "file://") || url.size() <= 7) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rendezvous: '", url, "' is not file://DIR, a directory every rank can reach"));
+  }
+  absl::StatusOr<std::unique_ptr<collective::FileStore>> opened =
+      collective::FileStore::Open(std::string(url.substr(7)));
+  if (!opened.ok()) return opened.status();
+  return std::unique_ptr<collective::Store>(std::move(*opened));
+}
+
+int RunTrainCommand(const TrainCommand& c, const StoreOpener& open_store) {
   if (c.rank >= c.world) {
     return Fail(2, absl::InvalidArgumentError(
                        absl::StrCat("--rank ", c.rank, " must be below --world ", c.world)));
@@ -69,15 +81,13 @@ int RunTrainCommand(const TrainCommand& c) {
   options.device = c.device.empty() ? options.spec.resources.device
                    : c.device == "cuda"  ? job::Device::kCuda
                                          : job::Device::kCpu;
-  std::unique_ptr<collective::FileStore> store;
+  std::unique_ptr<collective::Store> store;
   if (c.world > 1) {
-    if (!absl::StartsWith(c.rendezvous, "file://") || c.rendezvous.size() <= 7) {
-      return Fail(2, absl::InvalidArgumentError(
-                         "--rendezvous: give file://DIR, a directory every rank can reach"));
+    if (c.rendezvous.empty()) {
+      return Fail(2, absl::InvalidArgumentError("--rendezvous is required when --world > 1"));
     }
-    absl::StatusOr<std::unique_ptr<collective::FileStore>> opened =
-        collective::FileStore::Open(c.rendezvous.substr(7));
-    if (!opened.ok()) return Fail(1, opened.status());
+    absl::StatusOr<std::unique_ptr<collective::Store>> opened = open_store(c.rendezvous);
+    if (!opened.ok()) return Fail(absl::IsInvalidArgument(opened.status()) ? 2 : 1, opened.status());
     store = std::move(*opened);
     options.store = store.get();
   }

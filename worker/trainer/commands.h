@@ -2,16 +2,25 @@
 
 // The trainer's commands of cohort-worker, as CLI11 subcommands. Torch-free header.
 //
-// `cohort-worker train JOB.yaml --rank R --world N --rendezvous file://DIR --out DIR
-// [--device cpu|cuda] [--resume]`: one rank of a job, without a coordinator. Ranks of
-// one run share the rendezvous directory; rank 0 writes the outputs into --out.
+// `cohort-worker train JOB.yaml --rank R --world N --rendezvous URL --out DIR
+// [--device cpu|cuda] [--resume]`: one rank of a job. Ranks of one run meet through the
+// store the rendezvous URL names: `file://DIR` (a directory they share; standalone
+// runs) or, when the caller's opener knows it, `coordinator://HOST:PORT/JOB/ATTEMPT`
+// (the agent's trainers; worker/agent/coordinator_store.h). Rank 0 writes the outputs
+// into --out.
 //
 // `cohort-worker predict MODEL.keras --x X.npy [--key K] --out PRED.npy`: the model's
 // outputs for every row of X, in inference mode.
 
+#include <functional>
+#include <memory>
 #include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "worker/trainer/collective/store.h"
 
 namespace cohort::trainer {
 
@@ -31,9 +40,19 @@ struct TrainCommand {
 // Adds the `train` subcommand to `app`, filling `command` when parsed.
 CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& command);
 
+// Opens the rendezvous store a --rendezvous URL names. INVALID_ARGUMENT (the message
+// names the accepted forms) for a URL it does not understand; other errors when the
+// store cannot be opened. Called at most once per run, from the calling thread.
+using StoreOpener =
+    std::function<absl::StatusOr<std::unique_ptr<collective::Store>>(absl::string_view url)>;
+
+// The standalone opener: `file://DIR` only (a FileStore in DIR).
+absl::StatusOr<std::unique_ptr<collective::Store>> OpenFileStore(absl::string_view url);
+
 // Runs the parsed command: 0 when training finished, 1 on an error (printed as one
-// line on stderr, and as an "error" event on stdout), 2 for bad arguments.
-int RunTrainCommand(const TrainCommand& command);
+// line on stderr, and as an "error" event on stdout), 2 for bad arguments (an unknown
+// --rendezvous form included). The store is opened with `open_store` when --world > 1.
+int RunTrainCommand(const TrainCommand& command, const StoreOpener& open_store = OpenFileStore);
 
 struct PredictCommand {
   std::string model_path;

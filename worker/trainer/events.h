@@ -13,7 +13,7 @@
 //    "all_reduce_seconds", "all_reduce_wait_seconds" (per-step means of the window),
 //    "all_reduce_bytes", "rss_bytes"}   (every rank, at most every `step_interval` and
 //    at each epoch's end; worker/trainer/step_stats.h)
-//   {"event":"checkpoint", "epoch", "path"}
+//   {"event":"checkpoint", "epoch", "path" (the directory), "file" (the file written)}
 //   {"event":"done", "model", "history"}
 //   {"event":"error", "message"}
 // Epochs and steps are 1-based, as Keras prints them. Torch-free; not thread-safe.

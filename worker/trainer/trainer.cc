@@ -398,8 +398,11 @@ absl::Status Run::Checkpoint(int epochs_done) {
     if (!v.trainable) s.buffers.push_back(v.value);
   }
   std::string dir = o_.out_dir + "/checkpoints";
-  if (absl::Status st = WriteCheckpoint(dir, s, o_.spec.checkpoint.keep); !st.ok()) return st;
-  events_.Emit("checkpoint", {{"epoch", epochs_done}, {"path", dir}});
+  absl::StatusOr<std::string> written = WriteCheckpoint(dir, s, o_.spec.checkpoint.keep);
+  if (!written.ok()) return written.status();
+  // "path" stays the directory (what bench/ and older readers take); "file" is the file
+  // just written, which the agent uploads.
+  events_.Emit("checkpoint", {{"epoch", epochs_done}, {"path", dir}, {"file", *written}});
   return absl::OkStatus();
 }
 
