@@ -7,7 +7,10 @@ grpc::Status ClusterServiceImpl::ListWorkers(grpc::ServerContext*,
                                              v1::ListWorkersResponse* response) {
   std::vector<v1::WorkerState> states;
   for (int s : request->states()) states.push_back(static_cast<v1::WorkerState>(s));
-  for (auto& w : registry_->List(states)) *response->add_workers() = std::move(w);
+  for (auto& w : registry_->List(states)) {
+    if (manager_ != nullptr) w.set_busy_slots(manager_->BusySlots(w.name()));
+    *response->add_workers() = std::move(w);
+  }
   return grpc::Status::OK;
 }
 

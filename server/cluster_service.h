@@ -3,20 +3,24 @@
 // The gRPC face of ClusterService (proto/cohort/v1/cluster_service.proto) for clients.
 
 #include "cohort/v1/cluster_service.grpc.pb.h"
+#include "server/job_manager.h"
 #include "server/worker_registry.h"
 
 namespace cohort::server {
 
 class ClusterServiceImpl final : public v1::ClusterService::Service {
  public:
-  // `registry` must outlive the service.
-  explicit ClusterServiceImpl(WorkerRegistry* registry) : registry_(registry) {}
+  // `registry` (and `manager`, which fills WorkerInfo.busy_slots, when given) must
+  // outlive the service.
+  explicit ClusterServiceImpl(WorkerRegistry* registry, JobManager* manager = nullptr)
+      : registry_(registry), manager_(manager) {}
 
   grpc::Status ListWorkers(grpc::ServerContext* context, const v1::ListWorkersRequest* request,
                            v1::ListWorkersResponse* response) override;
 
  private:
   WorkerRegistry* const registry_;
+  JobManager* const manager_;
 };
 
 }  // namespace cohort::server

@@ -67,7 +67,7 @@ absl::Status Coordinator::Start() {
       JobServiceOptions{.max_queued_jobs = options_.max_queued_jobs});
   worker_service_ = std::make_unique<WorkerServiceImpl>(workers_.get(), manager_.get(),
                                                         rendezvous_.get(), artifacts_.get());
-  cluster_service_ = std::make_unique<ClusterServiceImpl>(workers_.get());
+  cluster_service_ = std::make_unique<ClusterServiceImpl>(workers_.get(), manager_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

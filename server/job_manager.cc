@@ -122,6 +122,12 @@ void JobManager::WaitForEvents(uint64_t seen, absl::Duration timeout) {
   events_mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
 }
 
+int32_t JobManager::BusySlots(const std::string& worker) {
+  absl::MutexLock lock(&mu_);
+  auto it = held_.find(worker);
+  return it == held_.end() ? 0 : static_cast<int32_t>(it->second.size());
+}
+
 bool JobManager::IsCurrent(const std::string& job_id, int32_t attempt) {
   auto it = attempts_.find(job_id);
   return it != attempts_.end() && it->second.number == attempt;

@@ -86,6 +86,8 @@ class JobManager {
   void RunPass();
 
   // --- clients ---
+  // Slots of `worker` held by ranks that have not reported their exit.
+  int32_t BusySlots(const std::string& worker);
   // FAILED_PRECONDITION for a job already final (other than CANCELLED, a no-op).
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
   // Event notification for watchers: a counter bumped on every stored event.

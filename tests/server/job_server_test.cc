@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "cohort/v1/cluster_service.grpc.pb.h"
 #include "proto/time_convert.h"
 #include "tests/server/job_fixtures.h"
 #include "tests/server/job_server_harness.h"
@@ -89,6 +90,15 @@ TEST_CASE("A 2-rank job starts on two workers, runs, succeeds, and is watched", 
   CHECK(env.server->Get(id).state() == v1::JOB_STATE_STARTING);
   REQUIRE(rank1.Started(Rank(id, 1, 1)).ok());
   REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_RUNNING));
+  {  // Each worker's slot is busy.
+    auto cluster = v1::ClusterService::NewStub(env.server->channel());
+    grpc::ClientContext ctx;
+    v1::ListWorkersResponse workers;
+    REQUIRE(cluster->ListWorkers(&ctx, v1::ListWorkersRequest(), &workers).ok());
+    REQUIRE(workers.workers_size() == 2);
+    CHECK(workers.workers(0).busy_slots() == 1);
+    CHECK(workers.workers(1).busy_slots() == 1);
+  }
 
   v1::RankEvent step;
   *step.mutable_rank() = Rank(id, 1, 0);
