@@ -54,6 +54,14 @@ T& Family<T>::WithLabels(const std::vector<std::string>& values) {
 }
 
 template <typename T>
+void Family<T>::Remove(const std::vector<std::string>& values) {
+  std::vector<std::string> key = values;
+  key.resize(label_names_.size());
+  absl::MutexLock lock(&mu_);
+  children_.erase(key);
+}
+
+template <typename T>
 void Family<T>::Clear() {
   absl::MutexLock lock(&mu_);
   children_.clear();

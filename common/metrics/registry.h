@@ -87,6 +87,8 @@ class Family {
   // The child with these label values (in the order of the family's label names),
   // made on first use.
   T& WithLabels(const std::vector<std::string>& values);
+  // Forgets the child with these label values (a rank that ended), if any.
+  void Remove(const std::vector<std::string>& values);
   // Forgets every child: for gauges refreshed by a collector, so that label sets that
   // are gone stop being reported.
   void Clear();

@@ -132,6 +132,17 @@ TEST_CASE("Metrics may be updated from many threads", "[metrics]") {
   CHECK(s.cumulative[1] == 40000);  // le 0.0025
 }
 
+TEST_CASE("A child can be removed", "[metrics]") {
+  Registry r;
+  auto g = r.AddGauge("g", "G.", {"rank"});
+  REQUIRE(g.ok());
+  (*g)->WithLabels({"0"}).Set(1);
+  (*g)->WithLabels({"1"}).Set(2);
+  (*g)->Remove({"0"});
+  (*g)->Remove({"7"});  // none: nothing happens
+  CHECK(r.TextFormat() == "# HELP g G.\n# TYPE g gauge\ng{rank=\"1\"} 2\n");
+}
+
 TEST_CASE("A wrong number of label values is padded or cut", "[metrics]") {
   Registry r;
   auto g = r.AddGauge("g", "G.", {"a", "b"});
