@@ -18,6 +18,7 @@ import copy
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -391,6 +392,27 @@ class ManifestsTest(unittest.TestCase):
     def test_the_shared_volume_reaches_coordinator_and_agents(self):
         self.assertEqual(SharedVolumeProblems(Rendered.Get("cpu+shared")), [])
         self.assertEqual(SharedVolumeProblems(Rendered.Get("gpu")), [])
+
+    def test_the_agents_readiness_probe_answers_whether_the_coordinator_port_does(self):
+        """Runs the agent's exec probe as the kubelet would, with the ConfigMap's
+        COHORT_COORDINATOR pointed at loopback: ready while something listens there."""
+        for overlay in OVERLAYS:
+            docs = Rendered.Get(overlay)
+            ds = Find(docs, "DaemonSet", "cohort-agent")
+            command = PodSpec(ds)["containers"][0]["readinessProbe"]["exec"]["command"]
+            self.assertTrue(os.path.isabs(command[0]))
+            with socket.socket() as listener:
+                listener.bind(("127.0.0.1", 0))
+                listener.listen()
+                port = listener.getsockname()[1]
+                env = dict(os.environ, COHORT_COORDINATOR=f"127.0.0.1:{port}")
+                with self.subTest(overlay=overlay, coordinator="listening"):
+                    r = subprocess.run(command, env=env, capture_output=True, timeout=10)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+            with self.subTest(overlay=overlay, coordinator="gone"):
+                r = subprocess.run(command, env=env, capture_output=True, timeout=10)
+                self.assertNotEqual(r.returncode, 0)
+            self.assertIn("COHORT_COORDINATOR", ConfigMap(docs, ds))
 
     def test_no_latest_tag_anywhere_under_deploy(self):
         for directory, _, files in os.walk(os.path.join(ROOT, "deploy")):
