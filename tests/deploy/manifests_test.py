@@ -256,6 +256,12 @@ def AgentProblems(docs, gpu):
                 problems.append(f"agent: {arg} names ${var}, which the container does not have")
     mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
     volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    work_dir = next((a.split("=", 1)[1] for a in c.get("args", []) if a.startswith("--work-dir=")), None)
+    if work_dir is None:
+        problems.append("agent: no --work-dir= (the default is under the small /tmp volume)")
+    elif not any(work_dir == m or work_dir.startswith(m.rstrip("/") + "/")
+                 for m, v in mounts.items() if v != "tmp" and m != "/dev/shm"):
+        problems.append(f"agent: --work-dir {work_dir} is not on a writable volume")
     shm = volumes.get(mounts.get("/dev/shm"), {}).get("emptyDir")
     min_shm = 8 * 2**30 if gpu else 2**30
     if shm is None or shm.get("medium") != "Memory":
@@ -461,6 +467,7 @@ class ManifestsTest(unittest.TestCase):
             "POD_IP": ("cpu", lambda d: Agent(d)["containers"][0]["env"].pop(1)),
             "NODE_NAME": ("gpu", lambda d: Agent(d)["containers"][0]["env"].pop(0)),
             "hostNetwork": ("cpu", lambda d: Agent(d).update(hostNetwork=True)),
+            "not on a writable volume": ("gpu", lambda d: Agent(d)["containers"][0]["args"].__setitem__(1, "--work-dir=/opt/work")),
             "has its content": ("cpu", lambda d: d.append({"kind": "Secret", "metadata": {"name": "x", "namespace": NAMESPACE}, "data": {"token": "c2VjcmV0"}})),
         }
         for expected, (overlay, mutate) in cases.items():
