@@ -202,8 +202,7 @@ bool Agent::KeepLease(const v1::RegisterResponse& lease) {
 void Agent::StopRanks(const std::optional<std::string>& lease_id, absl::Duration interval) {
   if (!shutdown_.HasBeenNotified()) shutdown_.Notify();
   assignments_->Cancel();
-  ranks_->StopAll();
-  if (ranks_->size() > 0) spdlog::info("stopping {} rank(s)", ranks_->size());
+  if (int active = ranks_->StopAll(); active > 0) spdlog::info("stopping {} rank(s)", active);
   // Bounded: the grace, then each runner's bounded exit report, and a margin.
   absl::Time give_up = absl::Now() + options_.stop_grace + absl::Seconds(15);
   while (!ranks_->WaitAllDone(std::min(interval, absl::Seconds(1)))) {

@@ -66,8 +66,9 @@ RankRunner::~RankRunner() {
 }
 
 void RankRunner::Stop() {
-  canceller_.Cancel();
   absl::MutexLock lock(&mu_);
+  if (!active_) return;  // its trainer has ended: only the report may be under way
+  canceller_.Cancel();
   if (!stop_requested_) spdlog::info("stopping {}", Describe(rank()));
   stop_requested_ = true;
   if (process_) process_->Stop(context_.stop_grace);

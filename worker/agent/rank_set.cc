@@ -49,7 +49,7 @@ int RankSet::StopAttempt(const std::string& job_id, int attempt) {
   absl::MutexLock lock(&mu_);
   int stopped = 0;
   for (auto& [key, runner] : runners_) {
-    if (std::get<0>(key) == job_id && std::get<1>(key) == attempt) {
+    if (std::get<0>(key) == job_id && std::get<1>(key) == attempt && runner->Active()) {
       runner->Stop();
       ++stopped;
     }
@@ -57,9 +57,14 @@ int RankSet::StopAttempt(const std::string& job_id, int attempt) {
   return stopped;
 }
 
-void RankSet::StopAll() {
+int RankSet::StopAll() {
   absl::MutexLock lock(&mu_);
-  for (auto& [key, runner] : runners_) runner->Stop();
+  int active = 0;
+  for (auto& [key, runner] : runners_) {
+    active += runner->Active();
+    runner->Stop();
+  }
+  return active;
 }
 
 std::vector<v1::RankRef> RankSet::Running() {

@@ -26,9 +26,9 @@ class RankSet {
 
   // Starts the assigned rank; false (and nothing done) when it already runs here.
   bool Start(const v1::Assignment& assignment);
-  // Stops every rank of the attempt; returns how many it stopped.
+  // Stop every rank of the attempt (of this agent); return how many were still active.
   int StopAttempt(const std::string& job_id, int attempt);
-  void StopAll();
+  int StopAll();
 
   // Ranks preparing or with a live trainer (stopping ones included).
   std::vector<v1::RankRef> Running();
