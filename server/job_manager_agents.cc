@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "server/job_manager.h"
@@ -235,17 +237,41 @@ absl::Status JobManager::AddArtifact(const v1::RankRef& rank, const v1::Artifact
     return absl::FailedPreconditionError(absl::StrCat("attempt ", rank.attempt(), " of job ",
                                                       rank.job_id(), " is not running"));
   }
+  std::vector<std::string> pruned;
   absl::StatusOr<v1::Job> job = store_->Update(rank.job_id(), [&](v1::Job& j) {
     auto* list = j.mutable_artifacts();
-    for (int i = 0; i < list->size(); ++i) {
+    bool replaced = false;
+    for (int i = 0; i < list->size() && !replaced; ++i) {
       if (list->Get(i).name() == info.name()) {
         *list->Mutable(i) = info;
-        return;
+        replaced = true;
       }
     }
-    *list->Add() = info;
+    if (!replaced) *list->Add() = info;
+    // The coordinator keeps the job's newest `checkpoint.keep` checkpoints, as the
+    // trainer does: resuming needs only the newest.
+    std::vector<std::string> checkpoints;
+    for (const v1::ArtifactInfo& a : *list) {
+      if (absl::StartsWith(a.name(), "checkpoints/")) checkpoints.push_back(a.name());
+    }
+    const size_t keep = static_cast<size_t>(std::max(1, j.spec().checkpoint().keep() > 0
+                                                            ? j.spec().checkpoint().keep()
+                                                            : 2));
+    if (checkpoints.size() <= keep) return;
+    std::sort(checkpoints.begin(), checkpoints.end());
+    pruned.assign(checkpoints.begin(), checkpoints.end() - keep);
+    for (int i = list->size() - 1; i >= 0; --i) {
+      if (std::find(pruned.begin(), pruned.end(), list->Get(i).name()) != pruned.end()) {
+        list->DeleteSubrange(i, 1);
+      }
+    }
   });
-  return job.status();
+  if (!job.ok()) return job.status();
+  for (const std::string& name : pruned) {
+    absl::StatusOr<std::string> path = artifacts_->JobArtifactPath(rank.job_id(), name);
+    if (path.ok()) std::remove(path->c_str());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace cohort::server

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -213,6 +214,17 @@ TEST_CASE("A failed rank restarts the job from its newest checkpoint, then FAILE
   REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_RUNNING));
   REQUIRE(w1.Upload(Rank(id, 1, 0), "checkpoints/ckpt-epoch-000002.zip", "c2").ok());
   REQUIRE(w1.Upload(Rank(id, 1, 0), "checkpoints/ckpt-epoch-000001.zip", "c1").ok());
+  REQUIRE(w1.Upload(Rank(id, 1, 0), "checkpoints/ckpt-epoch-000000.zip", "c0").ok());
+  {  // Only the newest checkpoint.keep (2 by default) are kept.
+    v1::Job job = env.server->Get(id);
+    REQUIRE(job.artifacts_size() == 2);
+    CHECK(job.artifacts(0).name() == "checkpoints/ckpt-epoch-000002.zip");
+    CHECK(job.artifacts(1).name() == "checkpoints/ckpt-epoch-000001.zip");
+    CHECK_FALSE(std::filesystem::exists(env.dir.path() +
+                                        "/jobs/" + id + "/checkpoints/ckpt-epoch-000000.zip"));
+    CHECK(std::filesystem::exists(env.dir.path() + "/jobs/" + id +
+                                  "/checkpoints/ckpt-epoch-000001.zip"));
+  }
 
   REQUIRE(w1.Exit(Rank(id, 1, 1), 1, "loss is NaN").ok());
   REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_RESTARTING));
