@@ -11,7 +11,7 @@
 //   {"event":"rank_stats", "rank", "epoch", "step", "steps" (in this window), "rows",
 //    "samples_per_second" (this rank's rows), "step_seconds", "data_seconds",
 //    "all_reduce_seconds", "all_reduce_wait_seconds" (per-step means of the window),
-//    "all_reduce_bytes", "rss_bytes"}   (every rank, at most every `step_interval` and
+//    "all_reduce_bytes", "rss_bytes", "gpu_memory_bytes" (CUDA only)}   (every rank, at most every `step_interval` and
 //    at each epoch's end; worker/trainer/step_stats.h)
 //   {"event":"checkpoint", "epoch", "path" (the directory), "file" (the file written)}
 //   {"event":"done", "model", "history"}

@@ -5,6 +5,10 @@
 #include <algorithm>
 #include <fstream>
 
+#ifdef COHORT_HAVE_CUDA_RUNTIME
+#include <cuda_runtime_api.h>
+#endif
+
 namespace cohort::trainer {
 
 void StepStats::Add(const StepTiming& t) {
@@ -41,6 +45,21 @@ int64_t ResidentBytes() {
   int64_t size = 0, resident = 0;
   if (!(statm >> size >> resident)) return 0;
   return resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+int64_t GpuMemoryUsedBytes(int device) {
+#ifdef COHORT_HAVE_CUDA_RUNTIME
+  int previous = 0;
+  if (cudaGetDevice(&previous) != cudaSuccess) return 0;
+  if (previous != device && cudaSetDevice(device) != cudaSuccess) return 0;
+  size_t free = 0, total = 0;
+  cudaError_t rc = cudaMemGetInfo(&free, &total);
+  if (previous != device) cudaSetDevice(previous);
+  return rc == cudaSuccess ? static_cast<int64_t>(total - free) : 0;
+#else
+  (void)device;
+  return 0;
+#endif
 }
 
 }  // namespace cohort::trainer

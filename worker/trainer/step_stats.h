@@ -43,4 +43,9 @@ class StepStats {
 // This process's resident memory in bytes (/proc/self/statm), or 0 where unknown.
 int64_t ResidentBytes();
 
+// Memory in use on CUDA device `device` (cudaMemGetInfo: every process's, so this
+// rank's when it has the GPU to itself), or 0 where unknown or built without the CUDA
+// runtime.
+int64_t GpuMemoryUsedBytes(int device);
+
 }  // namespace cohort::trainer

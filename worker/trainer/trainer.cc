@@ -339,6 +339,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     if (now - last_stats >= o_.step_event_interval || step + 1 == plan.steps()) {
       nlohmann::json fields = stats.TakeWindow(now - last_stats);
       fields.update({{"rank", o_.rank}, {"epoch", epoch + 1}, {"step", step + 1}});
+      if (device_.is_cuda()) fields["gpu_memory_bytes"] = GpuMemoryUsedBytes(device_.index());
       events_.Emit("rank_stats", std::move(fields));
       last_stats = now;
     }
