@@ -67,10 +67,16 @@ TEST_CASE("stdout and stderr arrive line by line, the last line without a newlin
   CHECK(exit->code == 0);
   CHECK(exit->signal == 0);
   CHECK(exit->ToString() == "exit code 0");
+  // on_exit runs on the reader thread right after Wait() is released.
+  CHECK(testing::WaitUntil(
+      [&] {
+        absl::MutexLock lock(&lines.mu);
+        return lines.exits == 1;
+      },
+      absl::Seconds(5)));
   absl::MutexLock lock(&lines.mu);
   CHECK(lines.out == std::vector<std::string>{"out1", "out2", "partial"});
   CHECK(lines.err == std::vector<std::string>{"err1"});
-  CHECK(lines.exits == 1);
 }
 
 TEST_CASE("exit codes and signals are reported", "[agent][process]") {
