@@ -29,6 +29,7 @@ class Optimizer {
   void Step(FlatParameters& params);
 
   int64_t iterations() const { return iterations_; }
+  const keras::OptimizerConfig& config() const { return config_; }
   // The rate the next Step will use.
   double learning_rate() const { return config_.learning_rate.At(iterations_); }
 

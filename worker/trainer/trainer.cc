@@ -25,6 +25,7 @@
 #include "worker/trainer/keras_model.h"
 #include "worker/trainer/losses.h"
 #include "worker/trainer/optimizer.h"
+#include "worker/trainer/optimizer_weights.h"
 #include "worker/trainer/step_stats.h"
 #include "worker/trainer/tensorboard_log.h"
 #if COHORT_HAVE_NCCL
@@ -411,8 +412,12 @@ absl::Status Run::WriteOutputs() {
   if (!leader()) return absl::OkStatus();
   std::string model_path = o_.out_dir + "/model.keras";
   std::string version = file_.keras_version.empty() ? kDefaultKerasVersion : file_.keras_version;
-  if (absl::Status s = WriteKerasModel(model_path, file_.config_json, model_->SaveWeights(), version);
-      !s.ok()) {
+  KerasWeights weights = model_->SaveWeights();
+  // Keras restores the optimizer of a model saved compiled, if it is the same optimizer.
+  if (file_.ir.compile && SameOptimizerVariables(file_.ir.compile->optimizer, compile_.optimizer)) {
+    weights.optimizer.push_back(OptimizerVarGroup(*model_, *flat_, *optimizer_));
+  }
+  if (absl::Status s = WriteKerasModel(model_path, file_.config_json, weights, version); !s.ok()) {
     return s;
   }
   std::string history_path = o_.out_dir + "/history.json";

@@ -15,6 +15,7 @@ lists the cases. The test runs `cohort-worker train <case>/job.yaml --out <case>
 import json
 import os
 import sys
+import warnings
 
 os.environ.setdefault("KERAS_BACKEND", "jax")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -187,7 +188,18 @@ def predict(root):
         path = os.path.join(case_dir, "out", "model.keras")
         if not os.path.exists(path):
             continue
-        model = keras.saving.load_model(path)
+        # Keras warns (and restores nothing) when the saved optimizer state does not fit
+        # the optimizer the file compiles: Cohort must save it as Keras does.
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = keras.saving.load_model(path)
+        problems = [str(w.message) for w in caught if "optimizer" in str(w.message)]
+        if problems:
+            sys.exit(f"{path}: Keras warned on load: {problems}")
+        if model.optimizer is not None and model.optimizer.variables:
+            # Restored, not fresh: the iteration counter holds Cohort's steps.
+            if int(model.optimizer.iterations.numpy()) == 0:
+                sys.exit(f"{path}: the optimizer state was not restored (iterations is 0)")
         x = np.load(os.path.join(case_dir, "x_pred.npy"))
         np.save(os.path.join(case_dir, "keras_pred.npy"),
                 np.asarray(model.predict(x, verbose=0), dtype="float32"))

@@ -91,38 +91,61 @@ const KerasVarGroup* FindGroup(const KerasWeights& w, const std::string& path) {
   return g.ok() ? *g : nullptr;
 }
 
-// Compares every layer variable of Keras' final weights with Cohort's. Returns how far
-// Keras moved the weights from `init`, so the caller can check the case trained.
+// Compares the variables of group `k` (Keras') with `c` (Cohort's), each within
+// kWeightRelTol of its scale; integers (the iteration counter) exactly. Returns how far
+// Keras moved the values from `init` (may be null).
+double CompareGroup(const KerasVarGroup& k, const KerasVarGroup& c, const KerasVarGroup* init) {
+  double moved = 0;
+  INFO("group " << k.path << " (" << k.name << ")");
+  REQUIRE(c.variables.size() == k.variables.size());
+  for (size_t v = 0; v < k.variables.size(); ++v) {
+    INFO("variable " << v << " shape " << trainer::FormatShape(k.variables[v].shape));
+    REQUIRE(c.variables[v].shape == k.variables[v].shape);
+    REQUIRE(c.variables[v].int_values == k.variables[v].int_values);
+    const std::vector<float>& kv = k.variables[v].values;
+    const std::vector<float>& cv = c.variables[v].values;
+    REQUIRE(cv.size() == kv.size());
+    double scale = kWeightFloor, worst = 0;
+    size_t worst_at = 0;
+    for (size_t e = 0; e < kv.size(); ++e) {
+      scale = std::max<double>(scale, std::abs(kv[e]));
+      if (init) moved = std::max(moved, std::abs(double(kv[e]) - init->variables[v].values[e]));
+      double diff = std::abs(double(cv[e]) - kv[e]);
+      if (!(diff <= worst)) {  // NaN counts as the worst
+        worst = std::isnan(diff) ? INFINITY : diff;
+        worst_at = e;
+      }
+    }
+    if (kv.empty()) continue;
+    INFO("worst element " << worst_at << ": keras " << kv[worst_at] << ", cohort "
+                          << cv[worst_at] << ", largest |keras| " << scale);
+    CHECK(worst <= kWeightRelTol * scale);
+  }
+  return moved;
+}
+
+// Compares every layer variable of Keras' final weights with Cohort's, and the
+// optimizer's variables when the model was saved compiled (Cohort then saves them as
+// Keras does). Returns how far Keras moved the weights from `init`, so the caller can
+// check the case trained.
 double CompareWeights(const KerasWeights& keras, const KerasWeights& cohort,
                       const KerasWeights& init) {
   double moved = 0;
   for (const KerasVarGroup& k : keras.groups) {
     const KerasVarGroup* c = FindGroup(cohort, k.path);
     const KerasVarGroup* i = FindGroup(init, k.path);
-    INFO("group " << k.path << " (" << k.name << ")");
+    INFO("group " << k.path);
     REQUIRE(c != nullptr);
     REQUIRE(i != nullptr);
-    REQUIRE(c->variables.size() == k.variables.size());
-    for (size_t v = 0; v < k.variables.size(); ++v) {
-      const std::vector<float>& kv = k.variables[v].values;
-      const std::vector<float>& cv = c->variables[v].values;
-      const std::vector<float>& iv = i->variables[v].values;
-      INFO("variable " << v << " shape " << trainer::FormatShape(k.variables[v].shape));
-      REQUIRE(c->variables[v].shape == k.variables[v].shape);
-      double scale = kWeightFloor, worst = 0;
-      size_t worst_at = 0;
-      for (size_t e = 0; e < kv.size(); ++e) {
-        scale = std::max<double>(scale, std::abs(kv[e]));
-        moved = std::max(moved, std::abs(double(kv[e]) - iv[e]));
-        double diff = std::abs(double(cv[e]) - kv[e]);
-        if (!(diff <= worst)) {  // NaN counts as the worst
-          worst = std::isnan(diff) ? INFINITY : diff;
-          worst_at = e;
-        }
-      }
-      INFO("worst element " << worst_at << ": keras " << kv[worst_at] << ", cohort "
-                            << cv[worst_at] << ", largest |keras| " << scale);
-      CHECK(worst <= kWeightRelTol * scale);
+    REQUIRE(i->variables.size() == k.variables.size());
+    moved = std::max(moved, CompareGroup(k, *c, i));
+  }
+  if (init.optimizer.empty()) {
+    CHECK(cohort.optimizer.empty());
+  } else {
+    REQUIRE(cohort.optimizer.size() == keras.optimizer.size());
+    for (size_t g = 0; g < keras.optimizer.size(); ++g) {
+      CompareGroup(keras.optimizer[g], cohort.optimizer[g], nullptr);
     }
   }
   return moved;
