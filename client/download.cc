@@ -149,9 +149,13 @@ absl::StatusOr<int64_t> DownloadArtifact(v1::JobService::Stub& stub, const std::
     if (!sha.ok()) return sha.status();
     if (*sha != artifact.sha256()) {
       std::filesystem::remove(part, ec);
-      return absl::DataLossError(absl::StrCat(artifact.name(), ": SHA-256 ", *sha,
-                                              " does not match the coordinator's ",
-                                              artifact.sha256(), "; the partial file was removed"));
+      if (resumed_at > 0) {
+        // The .part we resumed was not a prefix of this artifact (another job's, or
+        // damaged): fetch the whole file once more.
+        return DownloadArtifact(stub, job_id, artifact, target);
+      }
+      return absl::DataLossError(absl::StrCat("SHA-256 ", *sha, " does not match the coordinator's ",
+                                              artifact.sha256()));
     }
   }
   if (std::rename(part.c_str(), target.c_str()) != 0) return Errno("cannot rename " + part);
