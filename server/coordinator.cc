@@ -46,7 +46,12 @@ absl::Status Coordinator::Start() {
   rendezvous_ = std::make_unique<Rendezvous>();
   manager_ = std::make_unique<JobManager>(jobs_.get(), workers_.get(), artifacts_.get(),
                                           rendezvous_.get(), clock_,
-                                          JobManagerOptions{.start_timeout = options_.start_timeout});
+                                          JobManagerOptions{
+                                              .start_timeout = options_.start_timeout,
+                                              .failure_settle =
+                                                  options_.failure_settle > absl::ZeroDuration()
+                                                      ? options_.failure_settle
+                                                      : options_.lease_ttl + absl::Seconds(5)});
   if (absl::Status s = manager_->Recover(); !s.ok()) return s;
   WorkerRegistry* registry = workers_.get();
   validator_ = std::make_unique<JobValidator>(artifacts_.get(), [registry] {

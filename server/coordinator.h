@@ -45,6 +45,8 @@ struct CoordinatorOptions {
   ArtifactStoreOptions artifacts;      // --max-upload-bytes, --max-model-bytes
   int64_t max_queued_jobs = 10000;     // --max-queued-jobs
   absl::Duration start_timeout = absl::Seconds(120);  // --start-timeout
+  // How long a failing attempt waits for its ranks' exits; zero: lease_ttl + 5s.
+  absl::Duration failure_settle = absl::ZeroDuration();
 };
 
 class Coordinator {

@@ -153,13 +153,18 @@ void JobManager::HandleLost(const std::string& worker, v1::WorkerState state) {
       }
     }
   }
-  for (const auto& [job_id, reason] : failed) FailAttempt(job_id, reason);
+  for (const auto& [job_id, reason] : failed) BeginFailure(job_id, reason, 2);
 }
 
 void JobManager::CheckStartTimeouts() {
   absl::Time now = clock_->Now();
   std::vector<std::pair<std::string, std::string>> late;
+  std::vector<std::string> settling;
   for (const auto& [job_id, attempt] : attempts_) {
+    if (attempt.failing) {
+      settling.push_back(job_id);
+      continue;
+    }
     bool all = true;
     std::vector<std::string> missing;
     for (const Rank& r : attempt.ranks) {
@@ -173,7 +178,8 @@ void JobManager::CheckStartTimeouts() {
                                            absl::FormatDuration(options_.start_timeout),
                                            ": ranks not started: ", absl::StrJoin(missing, ", ")));
   }
-  for (const auto& [job_id, reason] : late) FailAttempt(job_id, reason);
+  for (const auto& [job_id, reason] : late) BeginFailure(job_id, reason, 1);
+  for (const std::string& job_id : settling) SettleFailure(job_id, false);
 }
 
 std::vector<WorkerCapacity> JobManager::FreeCapacity() {
@@ -320,6 +326,49 @@ void JobManager::StopAttempt(const std::string& job_id, const Attempt& attempt) 
   for (const std::string& w : workers) PushStop(w, job_id, attempt.number);
 }
 
+void JobManager::BeginFailure(const std::string& job_id, const std::string& reason, int cause) {
+  auto it = attempts_.find(job_id);
+  if (it == attempts_.end()) return;
+  Attempt& attempt = it->second;
+  if (attempt.failing) {
+    if (cause > attempt.cause) {
+      attempt.reason = reason;
+      attempt.cause = cause;
+    }
+    SettleFailure(job_id, false);
+    return;
+  }
+  attempt.failing = true;
+  attempt.reason = reason;
+  attempt.cause = cause;
+  attempt.failing_since = clock_->Now();
+  // Recorded before anything acts on it.
+  v1::JobEvent event;
+  event.set_attempt(attempt.number);
+  event.mutable_log()->set_rank(-1);
+  event.mutable_log()->set_level(v1::LOG_LEVEL_WARNING);
+  event.mutable_log()->set_text(absl::StrCat("attempt ", attempt.number, " failed: ", reason,
+                                             "; stopping its ranks"));
+  if (auto e = store_->AppendEvent(job_id, event); !e.ok()) {
+    spdlog::warn("job {}: {}", job_id, e.status());
+  }
+  NotifyEvents();
+  rendezvous_->Drop(Rendezvous::Namespace(job_id, attempt.number));
+  StopAttempt(job_id, attempt);
+  SettleFailure(job_id, false);
+}
+
+void JobManager::SettleFailure(const std::string& job_id, bool force) {
+  auto it = attempts_.find(job_id);
+  if (it == attempts_.end() || !it->second.failing) return;
+  const Attempt& attempt = it->second;
+  bool all = std::all_of(attempt.ranks.begin(), attempt.ranks.end(),
+                         [](const Rank& r) { return r.exited; });
+  if (!all && !force && clock_->Now() - attempt.failing_since < options_.failure_settle) return;
+  const std::string reason = attempt.reason;  // FailAttempt ends `attempt`
+  FailAttempt(job_id, reason);
+}
+
 void JobManager::FailAttempt(const std::string& job_id, const std::string& reason) {
   auto it = attempts_.find(job_id);
   if (it == attempts_.end()) return;
@@ -337,7 +386,7 @@ void JobManager::FailAttempt(const std::string& job_id, const std::string& reaso
   absl::StatusOr<v1::Job> after =
       store_->Transition(job_id, to, reason, [&](v1::Job& j) { j.set_restarts(restarts); });
   if (!after.ok()) spdlog::error("job {}: {}", job_id, after.status());
-  StopAttempt(job_id, attempt);
+  if (!attempt.failing) StopAttempt(job_id, attempt);  // else sent when it began failing
   spdlog::warn("job {} attempt {} failed ({}): {}", job_id, attempt.number,
                to == v1::JOB_STATE_FAILED ? "job FAILED" : "restarting", reason);
   NotifyEvents();

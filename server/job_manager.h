@@ -19,11 +19,15 @@
 // AttemptStarted event to the store, opens the rendezvous namespace "<job>/<attempt>",
 // then queues one START per rank on the workers' assignment queues. RUNNING once every
 // rank has sent RankStarted. SUCCEEDED once every rank exited 0 and model.keras is
-// stored. A non-zero exit, a lost worker, or a start timeout fails the attempt: STOP to
-// the workers with ranks still running, the namespace dropped, restarts + 1, then
-// RESTARTING (scheduled again with resume = true and the newest "checkpoints/"
-// artifact) or FAILED once restarts > max_restarts (default 3), the reason naming the
-// rank, the worker and the message.
+// stored. A non-zero exit, a lost worker, or a start timeout fails the attempt: a
+// coordinator LogLine (rank -1) records why, the namespace is dropped and the workers
+// with ranks still running get a STOP. The attempt then settles: once every rank has
+// exited or been lost (or `failure_settle` has passed) the job gets restarts + 1 and
+// becomes RESTARTING (scheduled again with resume = true and the newest "checkpoints/"
+// artifact) or FAILED once restarts > max_restarts (default 3). Its reason names the
+// rank, the worker and the message of the root cause: a lost worker outranks a rank
+// exit (when a worker dies, its peers' collectives fail first), and exits after the
+// STOP are consequences, never the cause.
 //
 // Every transition is written to the store before anything acts on it (assignments
 // are queued after the STARTING write; STOPs after the CANCELLED/RESTARTING write).
@@ -65,6 +69,9 @@ namespace cohort::server {
 struct JobManagerOptions {
   absl::Duration start_timeout = absl::Seconds(120);  // --start-timeout
   absl::Duration tick = absl::Seconds(1);
+  // How long a failing attempt waits for its other ranks' exits (or their workers'
+  // loss) before the job moves on; the coordinator uses lease_ttl + 5s.
+  absl::Duration failure_settle = absl::Seconds(15);
 };
 
 class JobManager {
@@ -123,6 +130,10 @@ class JobManager {
     std::vector<Rank> ranks;
     absl::Time since;
     SlotKind kind = SlotKind::kCpu;
+    bool failing = false;  // stopped; waiting for the other ranks to end
+    std::string reason;    // the root cause so far
+    int cause = 0;         // its rank: 1 an exit or a timeout, 2 a lost worker
+    absl::Time failing_since;
   };
   struct Held {
     std::string job_id;
@@ -143,6 +154,11 @@ class JobManager {
   void Schedule() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<WorkerCapacity> FreeCapacity() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StartAttempt(const JobPlacement& placement, SlotKind kind) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Starts (or, with a weightier cause, re-explains) an attempt's failure.
+  void BeginFailure(const std::string& job_id, const std::string& reason, int cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends a failing attempt once it has settled (or `force`).
+  void SettleFailure(const std::string& job_id, bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailAttempt(const std::string& job_id, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Succeed(const std::string& job_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -137,6 +137,7 @@ void JobManager::OnEvent(const v1::RankEvent& event) {
     if (r.rank() < 0 || r.rank() >= static_cast<int32_t>(attempt.ranks.size())) return;
     switch (event.kind_case()) {
       case v1::RankEvent::kStarted: {
+        if (attempt.failing) return;
         attempt.ranks[r.rank()].started = true;
         bool all = std::all_of(attempt.ranks.begin(), attempt.ranks.end(),
                                [](const Rank& k) { return k.started; });
@@ -197,8 +198,12 @@ absl::Status JobManager::OnExit(const v1::ReportExitRequest& request) {
   Rank& rank = attempt.ranks[r.rank()];
   if (rank.exited) return absl::OkStatus();
   rank.exited = true;
+  if (attempt.failing) {  // an exit after the STOP: a consequence, not a cause
+    SettleFailure(r.job_id(), false);
+    return absl::OkStatus();
+  }
   if (request.exit_code() != 0) {
-    FailAttempt(r.job_id(), ExitReason(request, worker));
+    BeginFailure(r.job_id(), ExitReason(request, worker), 1);
     return absl::OkStatus();
   }
   bool all = std::all_of(attempt.ranks.begin(), attempt.ranks.end(),
@@ -211,9 +216,10 @@ absl::Status JobManager::OnExit(const v1::ReportExitRequest& request) {
   if (has_model) {
     Succeed(r.job_id());
   } else {
-    FailAttempt(r.job_id(), absl::StrCat("every rank exited with code 0 but rank 0 on worker '",
-                                         attempt.ranks[0].worker,
-                                         "' did not upload model.keras"));
+    BeginFailure(r.job_id(),
+                 absl::StrCat("every rank exited with code 0 but rank 0 on worker '",
+                              attempt.ranks[0].worker, "' did not upload model.keras"),
+                 1);
   }
   return absl::OkStatus();
 }

@@ -201,7 +201,9 @@ TEST_CASE("A 2-rank job starts on two workers, runs, succeeds, and is watched", 
 
 TEST_CASE("A failed rank restarts the job from its newest checkpoint, then FAILED",
           "[server][jobs]") {
-  Env env;
+  CoordinatorOptions options;
+  options.failure_settle = absl::Milliseconds(500);
+  Env env(options);
   FakeAgent w1("w1", 2);
   w1.Join(*env.server);
   v1::JobSpec spec = ClassifierSpec(env.data.path(), 2);
@@ -227,6 +229,8 @@ TEST_CASE("A failed rank restarts the job from its newest checkpoint, then FAILE
   }
 
   REQUIRE(w1.Exit(Rank(id, 1, 1), 1, "loss is NaN").ok());
+  // Rank 0 is stopped at once; the job waits (up to failure_settle) for its exit.
+  CHECK(env.server->Get(id).state() == v1::JOB_STATE_RUNNING);
   REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_RESTARTING));
   v1::Job restarting = env.server->Get(id);
   CHECK(restarting.reason() == "rank 1 on worker 'w1' exited with code 1: loss is NaN");
@@ -328,10 +332,41 @@ TEST_CASE("An attempt whose ranks never start times out", "[server][jobs]") {
   spec.set_max_restarts(0);
   const std::string id = env.server->Submit(spec).id();
   Expect(w1, v1::ASSIGNMENT_ACTION_START);
+  Expect(w1, v1::ASSIGNMENT_ACTION_STOP, absl::Seconds(5));
+  REQUIRE(w1.Exit(Rank(id, 1, 0), -1, "stopped before the trainer started", 15).ok());
   REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_FAILED));
   CHECK(env.server->Get(id).reason() ==
         "attempt 1 did not start within 1s: ranks not started: 0 (worker 'w1')");
-  Expect(w1, v1::ASSIGNMENT_ACTION_STOP);
+}
+
+TEST_CASE("A lost worker, not its peers' failed collectives, is named as the cause",
+          "[server][jobs]") {
+  CoordinatorOptions options;
+  options.lease_ttl = absl::Seconds(1);
+  Env env(options);
+  FakeAgent w1("w1", 1), w2("w2", 1);
+  w1.Join(*env.server);
+  w2.Join(*env.server);
+  v1::JobSpec spec = ClassifierSpec(env.data.path(), 2);
+  spec.set_max_restarts(0);
+  const std::string id = env.server->Submit(spec).id();
+  v1::Assignment a1 = Expect(w1, v1::ASSIGNMENT_ACTION_START);
+  Expect(w2, v1::ASSIGNMENT_ACTION_START);
+  FakeAgent& survivor = a1.rank().rank() == 0 ? w1 : w2;
+  FakeAgent& victim = a1.rank().rank() == 0 ? w2 : w1;
+  REQUIRE(survivor.Started(Rank(id, 1, 0)).ok());
+  REQUIRE(victim.Started(Rank(id, 1, 1)).ok());
+  REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_RUNNING));
+  victim.StopHeartbeats();
+  REQUIRE(survivor.Exit(Rank(id, 1, 0), 1, "all-reduce failed: connection closed (peer died?)").ok());
+  REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_FAILED));
+  CHECK(env.server->Get(id).reason() ==
+        "rank 1 on worker '" + victim.name() + "' was lost: no heartbeat within the lease");
+  bool logged = false;
+  for (const v1::JobEvent& e : env.server->Watch(id)) {
+    logged = logged || (e.log().rank() == -1 && absl::StrContains(e.log().text(), "peer died"));
+  }
+  CHECK(logged);
 }
 
 TEST_CASE("Submit: dry run, idempotency, owner, queue limit, uploads, bad input",
