@@ -203,10 +203,11 @@ class FakeCoordinator::JobImpl final : public v1::JobService::Service {
   FakeCoordinator* f_;
 };
 
-FakeCoordinator::FakeCoordinator()
+FakeCoordinator::FakeCoordinator(int port)
     : worker_(std::make_unique<WorkerImpl>(this)), jobs_(std::make_unique<JobImpl>(this)) {
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials(),
+                           &port_);
   builder.RegisterService(worker_.get());
   builder.RegisterService(jobs_.get());
   server_ = builder.BuildAndStart();

@@ -24,7 +24,8 @@ namespace cohort::testing {
 
 class FakeCoordinator {
  public:
-  FakeCoordinator();
+  // Listens on `port` (0: a free one).
+  explicit FakeCoordinator(int port = 0);
   ~FakeCoordinator();
 
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
