@@ -36,7 +36,7 @@ ENTRYPOINT ["/usr/bin/tini", "--"]
 """
 
 
-def Check(text, ignore=IGNORE, name="Dockerfile"):
+def Check(text, ignore=IGNORE, name="Dockerfile", binaries=()):
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, name)
         with open(path, "w") as f:
@@ -44,8 +44,8 @@ def Check(text, ignore=IGNORE, name="Dockerfile"):
         if ignore is not None:
             with open(path + ".dockerignore", "w") as f:
                 f.write(ignore)
-        r = subprocess.run([sys.executable, CHECK, path], capture_output=True, text=True,
-                           timeout=120)
+        argv = [sys.executable, CHECK, path] + (["--binaries", *binaries] if binaries else [])
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         return r.returncode, r.stdout + r.stderr
 
 
@@ -112,6 +112,17 @@ class DockerfileCheckTest(unittest.TestCase):
                 code, out = Check(text)
                 self.assertEqual(code, 1, out)
                 self.assertIn(message, out)
+
+    def test_a_final_stage_without_a_linked_library_fails(self):
+        # sqlite3 (a package scripts/setup installs) links libsqlite3.so.0.
+        binary = "/usr/bin/sqlite3"
+        code, out = Check(GOOD, binaries=[binary])
+        self.assertEqual(code, 1, out)
+        self.assertIn("the final stage lacks libsqlite3-0 (libsqlite3.so.0, linked by sqlite3)", out)
+        code, out = Check(GOOD.replace("install -y --no-install-recommends tini",
+                                       "install -y --no-install-recommends tini libsqlite3-0"),
+                          binaries=[binary])
+        self.assertNotIn("lacks libsqlite3-0", out)
 
     def test_a_dockerignore_must_keep_the_junk_out(self):
         code, out = Check(GOOD, ignore=None)
