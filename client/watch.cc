@@ -95,10 +95,17 @@ int WatchJob(const Connection& connection, const WatchOptions& options,
       }
       lost_since.reset();
       backoff = absl::Milliseconds(250);
-      Write(renderer.Render(event));
       if (event.has_state_change() && IsFinal(event.state_change().to())) {
         final_state = event.state_change().to();
+        if (event.state_change().reason().empty() && options.style != ProgressStyle::kJson) {
+          // Say why a job failed even when its final event does not: Job.reason does.
+          v1::Job now;
+          if (stub->GetJob(NewCallContext(connection).get(), get, &now).ok()) {
+            event.mutable_state_change()->set_reason(now.reason());
+          }
+        }
       }
+      Write(renderer.Render(event));
       if (!options.follow && event.sequence() >= stop_at) {
         reached_stop = true;
         context.TryCancel();
