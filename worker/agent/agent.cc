@@ -30,10 +30,6 @@ std::string NewInstanceId() {
 
 AgentOptions WithDefaults(AgentOptions options) {
   if (options.work_dir.empty()) options.work_dir = "/tmp/cohort-worker-" + options.name;
-  if (options.threads_per_rank <= 0) {
-    int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    options.threads_per_rank = std::max(1, cores / std::max(1, options.cpu_slots));
-  }
   return options;
 }
 

@@ -58,7 +58,8 @@ struct AgentOptions {
   absl::Duration stop_grace = absl::Seconds(10);
   // The binary whose `train` subcommand runs a rank.
   std::string trainer_binary = "/proc/self/exe";
-  // LibTorch threads per CPU rank; 0: the machine's cores / cpu_slots.
+  // LibTorch threads per CPU rank (--threads); 0: the trainer's default (cores divided
+  // by the job's world size, right when all ranks share this host, as in local tests).
   int threads_per_rank = 0;
 };
 
