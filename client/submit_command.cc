@@ -1,5 +1,6 @@
 #include "client/submit_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -18,6 +19,7 @@ namespace cohort::client {
 namespace {
 
 constexpr int kSubmitTries = 3;
+constexpr absl::Duration kSubmitTimeout = absl::Minutes(2);
 
 int Refused(const std::string& message) {
   std::fprintf(stderr, "cohort: error: %s\n", message.c_str());
@@ -60,7 +62,8 @@ int RunSubmitCommand(const Connection& connection, const SubmitOptions& options,
           if (!quiet) std::fprintf(stderr, "cohort: uploaded %s as %s\n", path.c_str(), id.c_str());
         });
     if (!uploaded.ok()) {
-      if (uploaded.code() == absl::StatusCode::kInvalidArgument) {
+      if (uploaded.code() == absl::StatusCode::kInvalidArgument ||
+          uploaded.code() == absl::StatusCode::kNotFound) {  // a missing local file
         return Refused(std::string(uploaded.message()));
       }
       return ReportCallError(connection, ToGrpcStatus(uploaded));
@@ -69,8 +72,12 @@ int RunSubmitCommand(const Connection& connection, const SubmitOptions& options,
 
   v1::SubmitJobResponse response;
   grpc::Status status;
+  // The coordinator reads the data to check it before answering: give it time. An
+  // unreachable coordinator still fails at once (UNAVAILABLE).
+  Connection submit_connection = connection;
+  submit_connection.timeout = std::max(connection.timeout, kSubmitTimeout);
   for (int attempt = 1; attempt <= kSubmitTries; ++attempt) {
-    status = stub->SubmitJob(NewCallContext(connection).get(), request, &response);
+    status = stub->SubmitJob(NewCallContext(submit_connection).get(), request, &response);
     if (status.error_code() != grpc::StatusCode::UNAVAILABLE || attempt == kSubmitTries) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500 * attempt));
   }

@@ -1,6 +1,10 @@
 #include "client/upload.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/transfer/file_chunks.h"
@@ -46,6 +50,18 @@ absl::StatusOr<std::string> UploadFile(v1::JobService::Stub& stub, const std::st
 absl::Status UploadSpecFiles(v1::JobService::Stub& stub, v1::JobSpec& spec,
                              const std::function<void(const std::string&, const std::string&)>&
                                  on_upload) {
+  // Every file must be readable before anything is sent: a typo fails fast, locally.
+  std::vector<std::string> paths{spec.keras_path(), spec.config_json_path(), spec.data().x().path(),
+                                 spec.data().y().path(), spec.data().validation_x().path(),
+                                 spec.data().validation_y().path()};
+  for (const std::string& path : paths) {
+    if (path.empty()) continue;
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) {
+      return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    }
+    std::fclose(file);
+  }
   std::map<std::string, std::string> uploaded;  // path -> artifact id
   auto upload = [&](const std::string& path) -> absl::StatusOr<std::string> {
     auto it = uploaded.find(path);

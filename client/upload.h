@@ -19,7 +19,8 @@ namespace cohort::client {
 absl::StatusOr<std::string> UploadFile(v1::JobService::Stub& stub, const std::string& path);
 
 // Replaces every path of `spec` (the model, each array) by the artifact id of an upload
-// of that file, uploading each distinct file once. `on_upload(path, id)` is called
+// of that file, uploading each distinct file once. NOT_FOUND, before anything is sent,
+// when a file cannot be read. `on_upload(path, id)` is called
 // after each upload (to report progress).
 absl::Status UploadSpecFiles(v1::JobService::Stub& stub, v1::JobSpec& spec,
                              const std::function<void(const std::string&, const std::string&)>&
