@@ -55,10 +55,10 @@ RankRunner::RankRunner(const RunnerContext& context, v1::Assignment assignment)
     : context_(context), assignment_(std::move(assignment)), thread_([this] { Run(); }) {}
 
 RankRunner::~RankRunner() {
-  std::unique_ptr<RankProcess> process;
   {
     absl::MutexLock lock(&mu_);
     stop_requested_ = true;
+    abandoned_ = true;  // an exit report still failing is tried once more, not forever
     if (process_) process_->Stop(absl::ZeroDuration());
   }
   canceller_.Cancel();
@@ -289,6 +289,13 @@ void RankRunner::ReportExit(int code, int signal, const std::string& message) {
       spdlog::warn("{}: the coordinator refused its exit report: {}", Describe(rank()),
                    status.message());
       return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (abandoned_) {
+        spdlog::warn("{}: exit not reported: {}", Describe(rank()), status.message());
+        return;
+      }
     }
     if (context_.shutdown != nullptr && context_.shutdown->HasBeenNotified()) {
       if (give_up == absl::InfiniteFuture()) give_up = absl::Now() + context_.shutdown_report_timeout;

@@ -20,7 +20,8 @@
 // upload of model.keras that fails turns a 0 exit into exit_code 1 with the reason.
 //
 // Stop(): cancels preparing, or SIGTERM to the trainer and SIGKILL after stop_grace.
-// Thread-safe; the destructor stops the rank (no grace) and joins the thread.
+// Thread-safe; the destructor stops the rank (no grace), gives a failing exit report
+// one more try, and joins the thread.
 
 #include <deque>
 #include <memory>
@@ -96,6 +97,7 @@ class RankRunner {
   bool active_ ABSL_GUARDED_BY(mu_) = true;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   bool exited_ ABSL_GUARDED_BY(mu_) = false;
+  bool abandoned_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs
   std::unique_ptr<RankProcess> process_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> checkpoints_ ABSL_GUARDED_BY(mu_);  // files to upload
   std::string error_message_ ABSL_GUARDED_BY(mu_);  // the trainer's "error" event
