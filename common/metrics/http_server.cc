@@ -131,7 +131,7 @@ void MetricsHttpServer::Serve() {
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) continue;  // the client went away, or out of descriptors for a moment
     HandleConnection(fd);
-    close(fd);
+    CloseGracefully(fd);
   }
 }
 
@@ -170,6 +170,27 @@ void MetricsHttpServer::WriteAll(int fd, const std::string& data) {
     if (n <= 0) return;
     done += static_cast<size_t>(n);
   }
+}
+
+// Closing a socket with unread input makes the kernel send a reset, which can destroy
+// the response before the client reads it (a request we refused early, a body we never
+// read). So: end our side, then read and drop what the client still sends, briefly.
+void MetricsHttpServer::CloseGracefully(int fd) {
+  shutdown(fd, SHUT_WR);
+  absl::Time deadline = absl::Now() + absl::Milliseconds(200);
+  char buffer[4096];
+  size_t drained = 0;
+  while (drained < (size_t{1} << 20)) {
+    int64_t left = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (left <= 0) break;
+    pollfd fds[2] = {{fd, POLLIN, 0}, {wake_read_, POLLIN, 0}};
+    if (poll(fds, 2, static_cast<int>(left)) <= 0 || fds[1].revents != 0) break;
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;  // the client closed too
+    drained += static_cast<size_t>(n);
+  }
+  close(fd);
 }
 
 void MetricsHttpServer::HandleConnection(int fd) {

@@ -11,7 +11,8 @@
 //   a request line that is not HTTP 400
 //
 // One thread accepts and serves connections one at a time; every response closes its
-// connection ("Connection: close"), and a request body is never read. A client that
+// connection ("Connection: close"), and a request body is never read (what the client
+// sends after the head is drained and dropped for at most 200 ms before closing). A client that
 // stalls holds the thread for at most read_timeout (scrapes are rare and small).
 // Stop() (and the destructor) wakes the thread, closes the listening socket and joins
 // it: it returns promptly even while a client is connected.
@@ -60,6 +61,7 @@ class MetricsHttpServer {
   // was called. Sets `too_large` when the head passed the limit.
   bool ReadHead(int fd, std::string* head, bool* too_large);
   void WriteAll(int fd, const std::string& data);
+  void CloseGracefully(int fd);
 
   const HttpServerOptions options_;
   const std::function<std::string()> render_;

@@ -62,6 +62,14 @@ TEST_CASE("Other paths, methods and malformed requests are refused", "[metrics]"
   CHECK(HttpBody(HttpGet(server->port(), "/metrics")) == "m 1\n");
 }
 
+TEST_CASE("A refused request with a body it never reads still gets its answer", "[metrics]") {
+  auto server = StartServer([] { return "m 1\n"; });
+  std::string body(200000, 'x');
+  std::string post = HttpExchange(server->port(), "POST /metrics HTTP/1.1\r\nContent-Length: " +
+                                                      std::to_string(body.size()) + "\r\n\r\n" + body);
+  CHECK(StatusLine(post) == "HTTP/1.1 405 Method Not Allowed");
+}
+
 TEST_CASE("A request head over the limit gets 431", "[metrics]") {
   HttpServerOptions options;
   options.max_request_bytes = 1024;
