@@ -89,7 +89,7 @@ TEST_CASE("Every fit, compile and resource flag lands in its field", "[client]")
   CHECK(spec->checkpoint.keep == 4);
 }
 
-TEST_CASE("--learning-rate alone changes the model file's optimizer, not its kind", "[client]") {
+TEST_CASE("A learning rate alone changes the model file's optimizer, not its kind", "[client]") {
   SubmitFlags f = ModelFlags();
   f.learning_rate = "1e-4";
   absl::StatusOr<job::JobSpec> spec = ResolveSubmitSpec(f, "/w");
