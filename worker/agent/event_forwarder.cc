@@ -11,6 +11,8 @@
 namespace cohort::agent {
 namespace {
 
+constexpr absl::Duration kIdleClose = absl::Seconds(2);
+
 bool Droppable(const v1::RankEvent& event) {
   return event.has_step() || event.has_log();
 }
@@ -86,12 +88,10 @@ void EventForwarder::Sessions() {
       {
         absl::MutexLock lock(&mu_);
         auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !queue_.empty() || stopping_; };
-        // A quiet stream stays open; the wait is bounded only to notice Stop().
-        mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
-        if (queue_.empty()) {
-          if (stopping_) break;
-          continue;
-        }
+        // A stream quiet for kIdleClose is ended (and its events acknowledged by
+        // Finish): no call stays open while no rank trains, so a coordinator can shut
+        // down without waiting for it. The next event opens a new one.
+        if (!mu_.AwaitWithTimeout(absl::Condition(&ready), kIdleClose) || queue_.empty()) break;
         event = queue_.front();
       }
       if (!writer->Write(event)) {

@@ -8,7 +8,9 @@
 // (the coordinator unreachable for long) new step and log events are dropped (counted,
 // and logged once per outage), while `started` and epoch events are still kept — the
 // coordinator needs `started` to move an attempt to RUNNING. A broken stream is
-// re-opened with capped backoff; the event whose write failed is sent again.
+// re-opened with capped backoff; the event whose write failed is sent again. A stream
+// with nothing to send for two seconds is ended cleanly and opened again on the next
+// event.
 // Thread-safe.
 
 #include <cstdint>

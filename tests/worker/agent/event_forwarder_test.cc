@@ -38,6 +38,18 @@ TEST_CASE("events reach the coordinator in order", "[agent][forwarder]") {
   CHECK(forwarder.dropped() == 0);
 }
 
+TEST_CASE("a stream ended after a quiet spell is opened again for the next event",
+          "[agent][forwarder]") {
+  testing::FakeCoordinator coordinator;
+  auto stub = coordinator.WorkerStub();
+  EventForwarder forwarder(stub.get(), {});
+  forwarder.Push(Log(1));
+  REQUIRE(coordinator.WaitFor([](const auto& s) { return s.events.size() == 1; }));
+  absl::SleepFor(absl::Milliseconds(2500));
+  forwarder.Push(Log(2));
+  REQUIRE(coordinator.WaitFor([](const auto& s) { return s.events.size() == 2; }));
+}
+
 TEST_CASE("events pushed while the coordinator is away arrive once it is back",
           "[agent][forwarder]") {
   int port = testing::FreePort();
