@@ -1,7 +1,7 @@
 #pragma once
 
 // JobManager: runs jobs. It owns the life of every attempt between the job store (the
-// truth about jobs) and the agents (the truth about processes); protocol.md is its
+// truth about jobs) and the agents (the truth about processes); docs/job-protocol.md is its
 // contract with the agents, DESIGN.md's "Job lifecycle" its contract with users.
 //
 // Scheduling. A loop thread runs a pass whenever something may have changed (a submit,

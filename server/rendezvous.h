@@ -1,7 +1,7 @@
 #pragma once
 
 // Rendezvous: the coordinator's small key-value store through which the ranks of one
-// job attempt find each other (Gloo addresses, the NCCL unique id). protocol.md rule 4.
+// job attempt find each other (Gloo addresses, the NCCL unique id). docs/job-protocol.md rule 4.
 //
 // Each attempt has a namespace "<job_id>/<attempt>", opened when the attempt starts
 // (STARTING) and dropped when it ends (a rank fails, the job is cancelled, succeeds or

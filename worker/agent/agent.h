@@ -1,6 +1,6 @@
 #pragma once
 
-// Agent: the node agent of cohort-worker (protocol.md rules 1-3, 5-9).
+// Agent: the node agent of cohort-worker (docs/job-protocol.md rules 1-3, 5-9).
 //
 // Leases: registers this worker with the coordinator, sends one Heartbeat at once
 // (with the ranks it runs), then keeps the lease alive every heartbeat_interval and

@@ -1,6 +1,6 @@
 #pragma once
 
-// Files between the agent and the coordinator (protocol.md rules 6-8):
+// Files between the agent and the coordinator (docs/job-protocol.md rules 6-8):
 //
 // - DataCache: data and model artifacts a job names by id, fetched with
 //   WorkerService.FetchData into DIR/<artifact_id>, checked against the assignment's

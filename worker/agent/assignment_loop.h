@@ -2,9 +2,9 @@
 
 // AssignmentLoop: reads one lease's StreamAssignments stream and acts on what comes:
 // START launches the rank (RankSet::Start), STOP stops every rank of the attempt
-// (rank.rank ignored; protocol.md rule 1). An assignment without a known action is
+// (rank.rank ignored; docs/job-protocol.md rule 1). An assignment without a known action is
 // logged and skipped. The agent calls Stream() again, with its current lease, whenever
-// a stream ends (protocol.md rule 2).
+// a stream ends (docs/job-protocol.md rule 2).
 //
 // Thread safety: Stream() runs on one thread at a time; Cancel() may come from any.
 

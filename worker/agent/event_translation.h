@@ -1,7 +1,7 @@
 #pragma once
 
 // Event translation: what a trainer process prints, turned into what the agent tells
-// the coordinator (docs: /work/notes/protocol.md rule 5, worker/trainer/events.h).
+// the coordinator (docs/job-protocol.md rule 5, worker/trainer/events.h).
 //
 //   stdout, one JSON object per line:
 //     "start"     -> RankEvent.started {steps_per_epoch = "steps", samples}

@@ -2,7 +2,7 @@
 
 // RankSet: the ranks this agent runs, one RankRunner each, keyed by (job, attempt,
 // rank). START adds a runner (a duplicate START of a rank still running is ignored),
-// STOP stops every rank of an attempt, Running() is Heartbeat.running (protocol.md
+// STOP stops every rank of an attempt, Running() is Heartbeat.running (docs/job-protocol.md
 // rule 3), and finished runners are dropped as they end. Thread-safe.
 
 #include <map>

@@ -1,6 +1,6 @@
 #pragma once
 
-// What the agent needs to launch one rank of an assignment (protocol.md rules 1, 8):
+// What the agent needs to launch one rank of an assignment (docs/job-protocol.md rules 1, 8):
 // where its files go, the job.yaml the trainer reads, and its command line. Pure
 // functions (no I/O), callable from any thread.
 //
