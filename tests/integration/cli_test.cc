@@ -199,7 +199,7 @@ TEST_CASE("cohort submit --follow on a terminal draws Keras' progress and exits 
   CHECK(absl::StrContains(list.out, id));
 }
 
-TEST_CASE("cohort submit --dry-run prints the resolved job; refusals exit 2 naming the field",
+TEST_CASE("cohort submit --dry-run prints the resolved job, and refusals exit 2 naming the field",
           "[integration][cli]") {
   DigitsData data;
   Cluster cluster;
