@@ -23,7 +23,8 @@ int Fail(int code, const absl::Status& status, const char* command = "train") {
 }  // namespace
 
 CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
-  CLI::App* train = app.add_subcommand("train", "run one rank of a job, without a coordinator");
+  CLI::App* train = app.add_subcommand(
+      "train", "run one rank of a job (standalone, or as the agent launches each rank)");
   train->add_option("job", c.job_path, "the job spec (YAML, docs/job-spec.md)")->required();
   train->add_option("--rank", c.rank, "this process's rank")->check(CLI::NonNegativeNumber);
   train->add_option("--world", c.world, "the number of ranks")->check(CLI::PositiveNumber);
