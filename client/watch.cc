@@ -128,6 +128,11 @@ int WatchJob(const Connection& connection, const WatchOptions& options,
     }
     if (final_state) {
       Write(renderer.Close());
+      if (*final_state == v1::JOB_STATE_SUCCEEDED && options.follow &&
+          (options.style == ProgressStyle::kTty || options.style == ProgressStyle::kPlain)) {
+        std::fprintf(stderr, "cohort: get the trained model with: cohort download %s -o DIR\n",
+                     options.job_id.c_str());
+      }
       return options.follow ? ExitCodeForState(*final_state) : kExitOk;
     }
     if (!Retryable(status.error_code())) {
