@@ -5,9 +5,11 @@
 #include <filesystem>
 
 #include <grpcpp/client_context.h>
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/logging.h"
 #include "common/transfer/file_chunks.h"
 #include "common/transfer/sha256.h"
 #include "proto/grpc_status.h"
@@ -110,6 +112,7 @@ absl::StatusOr<std::string> DataCache::Fetch(const v1::DataArtifact& artifact,
     std::filesystem::remove(path, ec);
   }
   if (absl::Status s = FetchInto(artifact, path, canceller); !s.ok()) return s;
+  spdlog::info("fetched artifact {} ({} bytes, sha256 checked)", id, artifact.size_bytes());
   return path;
 }
 
