@@ -108,6 +108,30 @@ TEST_CASE("Agent: lease, assignments, running ranks and a clean shutdown", "[age
   CHECK(exits[2].rank().job_id() == "job-b");
 }
 
+TEST_CASE("Agent: a forgotten lease is registered again and the stream re-opened",
+          "[agent][loop]") {
+  testing::FakeCoordinator coordinator;
+  testing::TempDir dir;
+  AgentOptions options;
+  options.coordinator = HostPort{"127.0.0.1", static_cast<uint16_t>(coordinator.port())};
+  options.name = "w1";
+  options.work_dir = dir.File("work");
+  options.max_backoff = absl::Milliseconds(200);
+  Agent agent(options);
+  std::thread run([&] { agent.Run().IgnoreError(); });
+  REQUIRE(coordinator.WaitFor([](const auto& s) { return s.streams_opened == 1; }));
+  // The coordinator restarted: it no longer knows lease-1.
+  coordinator.With([](auto& s) { s.forgotten_leases.insert("lease-1"); });
+  REQUIRE(coordinator.WaitFor(
+      [](const auto& s) { return s.registers == 2 && s.streams_opened >= 2; }));
+  // The new lease is renewed, and assignments flow on the new stream.
+  size_t heartbeats = coordinator.With([](auto& s) { return s.heartbeats.size(); });
+  REQUIRE(coordinator.WaitFor([&](const auto& s) { return s.heartbeats.size() > heartbeats + 1; }));
+  CHECK(coordinator.With([](auto& s) { return s.heartbeats.back().lease_id(); }) == "lease-2");
+  agent.Stop();
+  run.join();
+}
+
 TEST_CASE("Agent: bad work dir is an error, not a hang", "[agent][loop]") {
   testing::TempDir dir;
   testing::WriteFile(dir.File("file"), "x");

@@ -50,6 +50,9 @@ class FakeCoordinator::WorkerImpl final : public v1::WorkerService::Service {
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse*) override {
     absl::MutexLock lock(&f_->mu_);
+    if (f_->state_.forgotten_leases.count(request->lease_id()) != 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown lease");
+    }
     f_->state_.heartbeats.push_back(*request);
     return grpc::Status::OK;
   }
@@ -57,13 +60,19 @@ class FakeCoordinator::WorkerImpl final : public v1::WorkerService::Service {
                           v1::DeregisterResponse*) override {
     return grpc::Status::OK;
   }
-  grpc::Status StreamAssignments(grpc::ServerContext* context, const v1::StreamAssignmentsRequest*,
+  grpc::Status StreamAssignments(grpc::ServerContext* context,
+                                 const v1::StreamAssignmentsRequest* request,
                                  grpc::ServerWriter<v1::Assignment>* writer) override {
     {
       absl::MutexLock lock(&f_->mu_);
       ++f_->state_.streams_opened;
     }
+    auto forgotten = [&] {
+      absl::MutexLock lock(&f_->mu_);
+      return f_->state_.forgotten_leases.count(request->lease_id()) != 0;
+    };
     while (!context->IsCancelled()) {
+      if (forgotten()) return grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown lease");
       std::optional<v1::Assignment> next;
       {
         absl::MutexLock lock(&f_->mu_);

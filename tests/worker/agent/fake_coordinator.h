@@ -47,6 +47,7 @@ class FakeCoordinator {
     int registers = 0;
     int streams_opened = 0;
     int report_exit_failures = 0;                 // answer UNAVAILABLE this many times
+    std::set<std::string> forgotten_leases;       // Heartbeat/StreamAssignments: NOT_FOUND
     std::vector<size_t> uploads_at_exit;          // uploads.size() at each recorded exit
   };
 
