@@ -35,6 +35,11 @@ bool RankSet::Start(const v1::Assignment& assignment) {
   absl::MutexLock lock(&mu_);
   done = TakeDone();
   const v1::RankRef& r = assignment.rank();
+  if (closed_) {
+    spdlog::warn("job {} attempt {} rank {}: START ignored, the agent is stopping", r.job_id(),
+                 r.attempt(), r.rank());
+    return false;
+  }
   Key key{r.job_id(), r.attempt(), r.rank()};
   if (runners_.count(key) != 0) {
     spdlog::warn("job {} attempt {} rank {} already runs here; START ignored", r.job_id(),
@@ -59,6 +64,7 @@ int RankSet::StopAttempt(const std::string& job_id, int attempt) {
 
 int RankSet::StopAll() {
   absl::MutexLock lock(&mu_);
+  closed_ = true;
   int active = 0;
   for (auto& [key, runner] : runners_) {
     active += runner->Active();

@@ -24,7 +24,8 @@ class RankSet {
   // Stops every rank (no grace) and joins their threads.
   ~RankSet();
 
-  // Starts the assigned rank; false (and nothing done) when it already runs here.
+  // Starts the assigned rank; false (and nothing done) when it already runs here or
+  // after StopAll() (the agent is shutting down).
   bool Start(const v1::Assignment& assignment);
   // Stop every rank of the attempt (of this agent); return how many were still active.
   int StopAttempt(const std::string& job_id, int attempt);
@@ -44,6 +45,7 @@ class RankSet {
   const RunnerContext context_;
   absl::Mutex mu_;
   std::map<Key, std::unique_ptr<RankRunner>> runners_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;  // after StopAll: no more STARTs
 };
 
 }  // namespace cohort::agent

@@ -312,6 +312,7 @@ exec sleep 30)");
   ranks.StopAll();
   CHECK(ranks.WaitAllDone(absl::Seconds(10)));
   CHECK(f.Exits().size() == 3);
+  CHECK_FALSE(ranks.Start(f.Start(0, 1)));  // shutting down: no new ranks
 }
 
 }  // namespace
