@@ -43,6 +43,9 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
       ->capture_default_str();
   train->add_option("--hostname", c.hostname, "address this rank's Gloo listens on")
       ->capture_default_str();
+  train->add_flag("--trace", c.trace,
+                  "record every step's phases: --out/trace/rank-R.json, merged into "
+                  "--out/trace.json by rank 0 (Chrome trace format)");
   return train;
 }
 
@@ -79,6 +82,7 @@ int RunTrainCommand(const TrainCommand& c, const StoreOpener& open_store) {
   options.threads = c.threads;
   options.collective_timeout = *timeout;
   options.hostname = c.hostname;
+  options.trace = c.trace;
   options.device = c.device.empty() ? options.spec.resources.device
                    : c.device == "cuda"  ? job::Device::kCuda
                                          : job::Device::kCpu;

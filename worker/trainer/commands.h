@@ -3,7 +3,7 @@
 // The trainer's commands of cohort-worker, as CLI11 subcommands. Torch-free header.
 //
 // `cohort-worker train JOB.yaml --rank R --world N --rendezvous URL --out DIR
-// [--device cpu|cuda] [--resume]`: one rank of a job. Ranks of one run meet through the
+// [--device cpu|cuda] [--resume] [--trace]`: one rank of a job. Ranks of one run meet through the
 // store the rendezvous URL names: `file://DIR` (a directory they share; standalone
 // runs) or, when the caller's opener knows it, `coordinator://HOST:PORT/JOB/ATTEMPT`
 // (the agent's trainers; worker/agent/coordinator_store.h). Rank 0 writes the outputs
@@ -35,6 +35,7 @@ struct TrainCommand {
   int threads = 0;
   std::string collective_timeout = "60s";
   std::string hostname = "127.0.0.1";
+  bool trace = false;
 };
 
 // Adds the `train` subcommand to `app`, filling `command` when parsed.

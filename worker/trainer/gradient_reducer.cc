@@ -2,6 +2,8 @@
 
 #include <torch/csrc/autograd/function_hook.h>
 
+#include <algorithm>
+
 #include "absl/time/clock.h"
 
 namespace cohort::trainer {
@@ -55,6 +57,7 @@ void GradientReducer::BeginStep() {
   for (Bucket& b : buckets_) b.ready = 0;
   next_to_start_ = 0;
   works_.clear();
+  starts_.clear();
 }
 
 void GradientReducer::OnGradientReady(int variable) {
@@ -66,7 +69,9 @@ void GradientReducer::OnGradientReady(int variable) {
 void GradientReducer::StartReadyBuckets() {
   while (next_to_start_ < static_cast<int>(buckets_.size()) &&
          buckets_[next_to_start_].ready >= buckets_[next_to_start_].variables) {
-    if (next_to_start_ == 0) first_start_ = absl::Now();
+    absl::Time now = absl::Now();
+    if (next_to_start_ == 0) first_start_ = now;
+    starts_.push_back(now);
     Bucket& b = buckets_[next_to_start_++];
     float* data = flat_->grad().data_ptr<float>() + b.offset;
     // On CUDA the NCCL collective orders itself after the kernels queued on LibTorch's
@@ -78,21 +83,28 @@ void GradientReducer::StartReadyBuckets() {
 absl::Status GradientReducer::FinishStep() {
   if (collective_ == nullptr || collective_->size() == 1) return absl::OkStatus();
   std::vector<std::unique_ptr<collective::Work>> works;
+  std::vector<absl::Time> starts;
   absl::Time wait_start = absl::Now(), first_start;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (Bucket& b : buckets_) b.ready = b.variables;
     StartReadyBuckets();
     works.swap(works_);
+    starts.swap(starts_);
     first_start = works.empty() ? wait_start : first_start_;
   }
   absl::Status status = absl::OkStatus();
-  for (auto& w : works) {
-    absl::Status s = w->Wait();
+  std::vector<std::pair<absl::Time, absl::Time>> spans;
+  absl::Time previous_end = absl::InfinitePast();
+  for (size_t i = 0; i < works.size(); ++i) {
+    absl::Status s = works[i]->Wait();
     if (status.ok() && !s.ok()) status = s;
+    absl::Time done = absl::Now();
+    spans.emplace_back(std::max(starts[i], previous_end), done);
+    previous_end = done;
   }
   absl::Time end = absl::Now();
-  last_step_ = {end - first_start, end - wait_start, flat_->numel() * 4};
+  last_step_ = {end - first_start, end - wait_start, flat_->numel() * 4, std::move(spans)};
   return status;
 }
 

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -58,6 +59,9 @@ class GradientReducer {
     // The part of it FinishStep waited for: what backward did not hide.
     absl::Duration wait;
     int64_t bytes = 0;  // all-reduced by this rank
+    // Each bucket's all-reduce, in order: from its start until FinishStep saw it
+    // complete, and not before the previous one ended (they run in order).
+    std::vector<std::pair<absl::Time, absl::Time>> buckets;
   };
   // The step that FinishStep last finished; zeros with one rank. Training thread only.
   const StepStats& last_step() const { return last_step_; }
@@ -81,6 +85,7 @@ class GradientReducer {
   std::mutex mu_;
   int next_to_start_ = 0;
   std::vector<std::unique_ptr<collective::Work>> works_;
+  std::vector<absl::Time> starts_;  // of works_, guarded by mu_
   absl::Time first_start_;  // of this step's first bucket; guarded by mu_
   StepStats last_step_;
 };

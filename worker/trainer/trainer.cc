@@ -27,6 +27,7 @@
 #include "worker/trainer/optimizer.h"
 #include "worker/trainer/optimizer_weights.h"
 #include "worker/trainer/step_stats.h"
+#include "worker/trainer/step_trace.h"
 #include "worker/trainer/tensorboard_log.h"
 #if COHORT_HAVE_NCCL
 #include "worker/trainer/collective/nccl_collective.h"
@@ -116,6 +117,7 @@ class Run {
   std::unique_ptr<collective::Collective> collective_;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<TensorBoardLog> tensorboard_;  // rank 0's curves; null elsewhere
+  std::unique_ptr<StepTrace> trace_;             // --trace; null without
   int first_epoch_ = 0;
   nlohmann::json history_ = nlohmann::json::object();
 };
@@ -290,6 +292,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   for (int64_t step = 0; step < plan.steps(); ++step) {
     absl::Time step_start = absl::Now();
     StepTiming timing;
+    StepPhases phases{.start = step_start};
     BatchPlan::Slice slice = plan.RankSlice(step);
     if (reducer_) reducer_->BeginStep();
     flat_->ZeroGrad();
@@ -300,21 +303,26 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
         return s;
       }
       timing.data = absl::Now() - step_start;
+      phases.data_end = step_start + timing.data;
       KerasModel::Output out = model_->Forward(x, /*training=*/true);
       torch::Tensor per = ElementLosses(*compile_.loss, out, y);
       int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
       torch::Tensor sum = per.sum();
+      phases.forward_end = absl::Now();
       (sum * (loss_weight / static_cast<double>(slice.global_rows * per_row))).backward();
+      phases.backward_end = absl::Now();
       step_loss = sum.item<double>() / per_row;
       totals.AddLoss(step_loss * loss_weight, static_cast<int64_t>(slice.rows.size()));
       AddMetrics(totals, out.value.detach(), y);
     }
+    phases.reduce_start = absl::Now();
     if (reducer_) {
       if (absl::Status s = reducer_->FinishStep(); !s.ok()) {
         return absl::Status(s.code(), absl::StrCat("epoch ", epoch + 1, ", step ", step + 1,
                                                    ": gradient all-reduce failed: ", s.message()));
       }
     }
+    phases.reduce_end = absl::Now();
     // Gradients are the same on every rank after the all-reduce, so every rank stops
     // at the same step.
     if (!torch::isfinite(flat_->grad()).all().item<bool>() || !std::isfinite(step_loss)) {
@@ -326,6 +334,11 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     samples += slice.global_rows;
     absl::Time now = absl::Now();
     timing.step = now - step_start;
+    if (trace_) {
+      trace_->AddStep(epoch + 1, step + 1, phases, now,
+                      reducer_ ? reducer_->last_step().buckets
+                               : std::vector<std::pair<absl::Time, absl::Time>>{});
+    }
     timing.rows = static_cast<int64_t>(slice.rows.size());
     if (reducer_) {
       timing.all_reduce = reducer_->last_step().all_reduce;
@@ -351,6 +364,13 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
       events_.Emit("step", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"step", step + 1},
                             {"steps", plan.steps()}, {"metrics", metrics},
                             {"samples_per_second", samples / absl::ToDoubleSeconds(now - start)}});
+    }
+  }
+  // Before the reduce below: once it completes, every rank's file of this epoch is
+  // written (what rank 0's merge at the end relies on).
+  if (trace_) {
+    if (absl::Status s = trace_->Write(RankTracePath(o_.out_dir + "/trace", o_.rank)); !s.ok()) {
+      spdlog::warn("--trace: {}", s);
     }
   }
   if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) {
@@ -450,6 +470,7 @@ absl::Status Run::Execute() {
       spdlog::warn("no TensorBoard curves for this run: {}", tb.status());
     }
   }
+  if (o_.trace) trace_ = std::make_unique<StepTrace>(o_.rank);
   if (absl::Status s = Resume(); !s.ok()) return s;
   if (absl::Status s = Connect(); !s.ok()) return s;
   if (absl::Status s = SyncState(); !s.ok()) return s;
@@ -486,7 +507,13 @@ absl::Status Run::Execute() {
       if (absl::Status s = Checkpoint(epoch + 1); !s.ok()) return s;
     }
   }
-  return WriteOutputs();
+  if (absl::Status s = WriteOutputs(); !s.ok()) return s;
+  if (trace_ && leader()) {
+    if (absl::Status s = MergeRankTraces(o_.out_dir + "/trace", o_.out_dir + "/trace.json"); !s.ok()) {
+      spdlog::warn("--trace: {}", s);
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace

@@ -39,6 +39,10 @@ struct TrainOptions {
   std::string hostname = "127.0.0.1";
   std::FILE* events = stdout;  // JSON lines (worker/trainer/events.h); not owned
   absl::Duration step_event_interval = absl::Milliseconds(250);
+  // Record every step's phases (worker/trainer/step_trace.h) into
+  // out_dir/trace/rank-<rank>.json, rewritten at each epoch's end; rank 0 merges the
+  // rank files it sees there into out_dir/trace.json when the run ends.
+  bool trace = false;
 };
 
 absl::Status Train(const TrainOptions& options);

@@ -1,0 +1,95 @@
+// `cohort-worker train --trace` on 2 ranks sharing --out: each rank's file, and rank 0's
+// merged trace.json, judged by check_trace.py (valid Chrome trace JSON, one process
+// per rank with a compute and an all-reduce track, spans that nest properly).
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace cohort::testing {
+namespace {
+
+constexpr char kWorker[] = COHORT_WORKER_BIN;
+constexpr char kPython[] = COHORT_VENV_PYTHON;
+const std::string kSource = COHORT_SOURCE_DIR;
+constexpr absl::Duration kTimeout = absl::Seconds(240);
+
+CommandResult Python(const std::vector<std::string>& args) {
+  std::vector<std::string> argv{kPython};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunCommand(argv, kTimeout);
+}
+
+TEST_CASE("--trace records every step of every rank as a Chrome trace", "[trainer][trace][python]") {
+  TempDir dir;
+  CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
+  INFO(digits.output);
+  REQUIRE(digits.status.code == 0);
+  WriteFile(dir.File("job.yaml"), absl::StrCat("model: ", kSource, "/examples/digits_cnn.keras\n",
+                                               "data:\n  x: data/x_train.npy\n  y: data/y_train.npy\n",
+                                               "fit:\n  epochs: 2\n  batch_size: 128\n"));
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kWorker, "train", dir.File("job.yaml"), "--rank", std::to_string(r),
+                                 "--world", "2", "--out", dir.File("out"), "--rendezvous",
+                                 "file://" + dir.File("rendezvous"), "--threads", "1", "--trace"},
+        dir.File(absl::StrCat("rank", r, ".log"))));
+  }
+  for (int r = 0; r < 2; ++r) {
+    std::optional<ExitStatus> exit = ranks[r]->Wait(kTimeout);
+    INFO("rank " << r << ":\n" << ranks[r]->Output());
+    REQUIRE(exit.has_value());
+    REQUIRE(exit->code == 0);
+  }
+  int64_t steps = 0;
+  for (absl::string_view line : absl::StrSplit(ranks[0]->Output(), '\n')) {
+    nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    if (j.is_object() && j.value("event", "") == "start") steps = j["steps"].get<int64_t>();
+  }
+  REQUIRE(steps > 1);
+
+  const std::string checker = kSource + "/tests/worker/trainer/check_trace.py";
+  // Rank 0's own file is a trace of rank 0 alone.
+  CommandResult own = Python({checker, dir.File("out/trace/rank-0.json"), "1"});
+  INFO(own.output);
+  REQUIRE(own.status.code == 0);
+  CommandResult merged = Python({checker, dir.File("out/trace.json"), "2"});
+  INFO(merged.output);
+  REQUIRE(merged.status.code == 0);
+  nlohmann::json summary = nlohmann::json::parse(merged.out)["ranks"];
+  for (const std::string r : {"0", "1"}) {
+    INFO("rank " << r);
+    CHECK(summary[r]["steps"] == 2 * steps);
+    for (const char* phase : {"data", "forward", "backward", "all-reduce wait", "optimizer"}) {
+      INFO(phase);
+      CHECK(summary[r]["phases"][phase] == 2 * steps);
+    }
+    CHECK(summary[r]["buckets"].get<int64_t>() >= 2 * steps);
+  }
+}
+
+TEST_CASE("A trace checker that can fail", "[trainer][trace][python]") {
+  TempDir dir;
+  WriteFile(dir.File("bad.json"),
+            R"({"traceEvents":[)"
+            R"({"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"rank 0"}},)"
+            R"({"name":"thread_name","ph":"M","pid":0,"tid":0,"args":{"name":"compute"}},)"
+            R"({"name":"thread_name","ph":"M","pid":0,"tid":1,"args":{"name":"all-reduce"}},)"
+            R"({"name":"step","ph":"X","ts":0,"dur":10,"pid":0,"tid":0},)"
+            R"({"name":"data","ph":"X","ts":5,"dur":10,"pid":0,"tid":0}]})");
+  CommandResult r = Python({kSource + "/tests/worker/trainer/check_trace.py", dir.File("bad.json"), "1"});
+  CHECK(r.status.code == 1);
+  CHECK(r.output.find("without nesting") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace cohort::testing
