@@ -6,6 +6,7 @@
 #include "common/logging.h"
 #include "common/transfer/file_chunks.h"
 #include "proto/grpc_status.h"
+#include "server/receive_chunks.h"
 
 namespace cohort::server {
 namespace {
@@ -132,13 +133,9 @@ grpc::Status JobServiceImpl::UploadData(grpc::ServerContext*,
                         "upload: the first chunk must carry the header");
   }
   const v1::UploadHeader& h = chunk.header();
-  absl::StatusOr<std::unique_ptr<ArtifactStore::Receiver>> receiver = artifacts_->StartUpload(
-      h.file_name(), h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256());
-  if (!receiver.ok()) return ToGrpcStatus(receiver.status());
-  do {
-    if (absl::Status s = (*receiver)->Append(chunk.data()); !s.ok()) return ToGrpcStatus(s);
-  } while (reader->Read(&chunk));
-  absl::StatusOr<v1::ArtifactInfo> info = (*receiver)->Commit();
+  absl::StatusOr<v1::ArtifactInfo> info = ReceiveChunks(
+      artifacts_->StartUpload(h.file_name(), h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256()),
+      chunk, reader);
   if (!info.ok()) return ToGrpcStatus(info.status());
   response->set_artifact_id(info->name());
   response->set_size_bytes(info->size_bytes());

@@ -4,6 +4,7 @@
 #include "common/transfer/file_chunks.h"
 #include "proto/grpc_status.h"
 #include "proto/time_convert.h"
+#include "server/receive_chunks.h"
 
 namespace cohort::server {
 namespace {
@@ -102,13 +103,10 @@ grpc::Status WorkerServiceImpl::UploadArtifact(grpc::ServerContext*,
   }
   const v1::ArtifactHeader h = chunk.header();
   if (absl::Status s = manager_->CheckUploader(h.rank()); !s.ok()) return ToGrpcStatus(s);
-  absl::StatusOr<std::unique_ptr<ArtifactStore::Receiver>> receiver = artifacts_->StartJobArtifact(
-      h.rank().job_id(), h.name(), h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256());
-  if (!receiver.ok()) return ToGrpcStatus(receiver.status());
-  do {
-    if (absl::Status s = (*receiver)->Append(chunk.data()); !s.ok()) return ToGrpcStatus(s);
-  } while (reader->Read(&chunk));
-  absl::StatusOr<v1::ArtifactInfo> info = (*receiver)->Commit();
+  absl::StatusOr<v1::ArtifactInfo> info = ReceiveChunks(
+      artifacts_->StartJobArtifact(h.rank().job_id(), h.name(),
+                                   h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256()),
+      chunk, reader);
   if (!info.ok()) return ToGrpcStatus(info.status());
   if (absl::Status s = manager_->AddArtifact(h.rank(), *info); !s.ok()) return ToGrpcStatus(s);
   *response = *std::move(info);
