@@ -19,6 +19,7 @@
 #include "common/version.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/coordinator_store.h"
+#include "worker/agent/pod_environment.h"
 #include "worker/trainer/devices.h"
 #include "worker/trainer/commands.h"
 
@@ -55,9 +56,13 @@ int main(int argc, char** argv) {
   CLI::App app{"cohort-worker: the Cohort node agent (and, with `train`, one rank of a job)"};
   const char* env_coordinator = std::getenv("COHORT_COORDINATOR");
   std::string coordinator = env_coordinator ? env_coordinator : "";
-  std::string name = HostName();
+  // In a Kubernetes pod: NODE_NAME, POD_IP and the GPUs the device plugin gave it are the
+  // defaults that flags override (worker/agent/pod_environment.h).
+  const cohort::agent::PodDefaults pod = cohort::agent::PodDefaultsFrom(
+      cohort::agent::ProcessEnvironment(), cohort::agent::DeviceNames());
+  std::string name = pod.name.value_or(HostName());
   int slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string advertise;
+  std::string advertise = pod.advertise_address.value_or("");
   std::string log_level = "info";
   std::string work_dir;
   std::string stop_grace = "10s";
@@ -105,6 +110,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (absl::Status s = cohort::InitLogging("agent", log_level); !s.ok()) return Fail(s);
+  for (const std::string& note : pod.notes) spdlog::info("pod: {}", note);
+  for (const std::string& warning : pod.warnings) spdlog::warn("pod: {}", warning);
 
   cohort::agent::AgentOptions options;
   options.coordinator = *address;
@@ -121,6 +128,10 @@ int main(int argc, char** argv) {
     info.set_memory_bytes(gpu.memory_bytes);
     options.gpus.push_back(info);
   }
+  std::string gpu_warning;
+  options.gpus.resize(
+      cohort::agent::GpusToAdvertise(static_cast<int>(options.gpus.size()), pod, &gpu_warning));
+  if (!gpu_warning.empty()) spdlog::warn("pod: {}", gpu_warning);
   spdlog::info("cohort-worker {} ({}), {} GPUs", cohort::kVersion,
                cohort::trainer::TorchDescription(), options.gpus.size());
 
