@@ -28,7 +28,7 @@ CommandResult Python(const std::vector<std::string>& args) {
   return RunCommand(argv, kTimeout);
 }
 
-TEST_CASE("--trace records every step of every rank as a Chrome trace", "[trainer][trace][python]") {
+TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[trainer][trace][python]") {
   TempDir dir;
   CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
   INFO(digits.output);
