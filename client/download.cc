@@ -173,7 +173,13 @@ int RunDownloadCommand(const Connection& connection, const DownloadOptions& opti
 
   const bool defaults = options.names.empty();
   std::vector<std::string> names = options.names;
-  if (defaults) names = {"model.keras", "history.json"};
+  if (defaults) {
+    names = {"model.keras", "history.json"};
+    // Rank 0's TensorBoard curves come along (docs/observability.md).
+    for (const v1::ArtifactInfo& a : job.artifacts()) {
+      if (absl::StartsWith(a.name(), "tensorboard/")) names.push_back(a.name());
+    }
+  }
   std::vector<std::string> available;
   for (const v1::ArtifactInfo& a : job.artifacts()) available.push_back(a.name());
 

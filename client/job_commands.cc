@@ -5,6 +5,7 @@
 #include "absl/time/clock.h"
 #include "client/exit_codes.h"
 #include "client/job_format.h"
+#include "client/loss_chart.h"
 #include "cohort/v1/job_service.grpc.pb.h"
 #include "proto/channel.h"
 
@@ -21,12 +22,18 @@ int RunStatusCommand(const Connection& connection, const std::string& job_id, Ou
   v1::GetJobRequest request;
   request.set_job_id(job_id);
   v1::Job job;
-  grpc::Status status = NewStub(connection)->GetJob(NewCallContext(connection).get(), request, &job);
+  auto stub = NewStub(connection);
+  grpc::Status status = stub->GetJob(NewCallContext(connection).get(), request, &job);
   if (!status.ok()) return ReportCallError(connection, status);
   if (format == OutputFormat::kJson) {
     std::printf("%s\n", ToJsonLine(job).c_str());
   } else {
     std::fputs(FormatJobStatus(job, absl::Now()).c_str(), stdout);
+    // The loss curve so far (best effort: the status above is what was asked for).
+    if (job.has_last_epoch()) {
+      absl::StatusOr<EpochCurves> curves = FetchEpochCurves(stub.get(), connection, job);
+      if (curves.ok()) std::fputs(LossChart(*curves).c_str(), stdout);
+    }
   }
   return kExitOk;
 }

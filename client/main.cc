@@ -162,7 +162,8 @@ int main(int argc, char** argv) {
   download->add_option("-o,--output", download_options.out_dir, "directory to write into")
       ->capture_default_str();
   download->add_option("--name", download_options.names,
-                       "an artifact to download (repeatable; default model.keras and history.json)");
+                       "an artifact to download (repeatable; default model.keras, history.json and "
+                       "the tensorboard/ files)");
 
   CLI::App* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
   watch->add_option("JOB", job_id, "the job id")->required();

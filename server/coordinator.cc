@@ -22,6 +22,11 @@ Coordinator::~Coordinator() {
 
 absl::Status Coordinator::Start() {
   if (absl::Status s = CheckCanListen(options_.listen); !s.ok()) return s;
+  if (options_.metrics_listen) {
+    absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics = ServerMetrics::Listen(*options_.metrics_listen);
+    if (!metrics.ok()) return metrics.status();
+    metrics_ = std::move(*metrics);
+  }
   if (absl::Status s = PrepareDataDir(options_.data_dir); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<Database>> db =
       Database::Open(absl::StrCat(options_.data_dir, "/cohort.db"));
@@ -51,7 +56,10 @@ absl::Status Coordinator::Start() {
                                               .failure_settle =
                                                   options_.failure_settle > absl::ZeroDuration()
                                                       ? options_.failure_settle
-                                                      : options_.lease_ttl + absl::Seconds(5)});
+                                                      : options_.lease_ttl + absl::Seconds(5),
+                                              .on_first_placement = [this](absl::Duration waited) {
+                                                if (metrics_) metrics_->ObserveSchedulingLatency(waited);
+                                              }});
   if (absl::Status s = manager_->Recover(); !s.ok()) return s;
   WorkerRegistry* registry = workers_.get();
   validator_ = std::make_unique<JobValidator>(artifacts_.get(), [registry] {
@@ -77,6 +85,14 @@ absl::Status Coordinator::Start() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
+  if (metrics_) {
+    if (absl::Status s = metrics_->Attach(absl::StrCat(options_.data_dir, "/cohort.db"), workers_.get(),
+                                          manager_.get());
+        !s.ok()) {
+      return s;
+    }
+    builder.experimental().SetInterceptorCreators(metrics_->InterceptorCreators());
+  }
   // gRPC sets SO_REUSEPORT by default, which lets a second server share a busy port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options_.listen.ToString(), grpc::InsecureServerCredentials(), &port_);
@@ -123,6 +139,7 @@ void Coordinator::Shutdown() {
   server_.reset();
   stop_reaper_.Notify();
   if (reaper_.joinable()) reaper_.join();
+  if (metrics_) metrics_->Stop();
   spdlog::info("stopped");
 }
 

@@ -16,6 +16,7 @@
 #include <grpcpp/server.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -32,6 +33,7 @@
 #include "server/job_store.h"
 #include "server/job_validator.h"
 #include "server/rendezvous.h"
+#include "server/server_metrics.h"
 #include "server/worker_registry.h"
 #include "server/worker_service.h"
 
@@ -45,6 +47,7 @@ struct CoordinatorOptions {
   ArtifactStoreOptions artifacts;      // --max-upload-bytes, --max-model-bytes
   int64_t max_queued_jobs = 10000;     // --max-queued-jobs
   absl::Duration start_timeout = absl::Seconds(120);  // --start-timeout
+  std::optional<HostPort> metrics_listen;  // --metrics-listen: GET /metrics (server_metrics.h)
   // How long a failing attempt waits for its ranks' exits; zero: lease_ttl + 5s.
   absl::Duration failure_settle = absl::ZeroDuration();
 };
@@ -77,6 +80,9 @@ class Coordinator {
   std::unique_ptr<JobServiceImpl> job_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ClusterServiceImpl> cluster_service_;
+  // Declared before server_: the gRPC server (whose interceptors count into it) goes
+  // first; its collectors read workers_ and manager_, which outlive it.
+  std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<grpc::Server> server_;
   absl::Notification stop_reaper_;
   std::thread reaper_;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "common/logging.h"
+#include "proto/time_convert.h"
 
 namespace cohort::server {
 
@@ -287,6 +288,9 @@ void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
     spdlog::warn("job {}: cannot record the attempt's placements: {}", id, e.status());
   }
   NotifyEvents();
+  if (number == 1 && options_.on_first_placement) {
+    options_.on_first_placement(clock_->Now() - FromProto(starting->created_at()));
+  }
 
   const std::string ns = Rendezvous::Namespace(id, number);
   rendezvous_->Open(ns);
@@ -315,6 +319,7 @@ void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
   std::sort(attempt.ranks.begin(), attempt.ranks.end(),
             [](const Rank& a, const Rank& b) { return a.rank < b.rank; });
   attempts_[id] = std::move(attempt);
+  ScopedJobLogFields log_fields({id, number, -1});
   spdlog::info("job {} attempt {} starting on {} ranks", id, number, placement.ranks.size());
 }
 
@@ -387,6 +392,7 @@ void JobManager::FailAttempt(const std::string& job_id, const std::string& reaso
       store_->Transition(job_id, to, reason, [&](v1::Job& j) { j.set_restarts(restarts); });
   if (!after.ok()) spdlog::error("job {}: {}", job_id, after.status());
   if (!attempt.failing) StopAttempt(job_id, attempt);  // else sent when it began failing
+  ScopedJobLogFields log_fields({job_id, attempt.number, -1});
   spdlog::warn("job {} attempt {} failed ({}): {}", job_id, attempt.number,
                to == v1::JOB_STATE_FAILED ? "job FAILED" : "restarting", reason);
   NotifyEvents();
@@ -405,6 +411,7 @@ void JobManager::Succeed(const std::string& job_id) {
   }
   if (job.ok()) job = store_->Transition(job_id, v1::JOB_STATE_SUCCEEDED, "");
   if (!job.ok()) spdlog::error("job {}: {}", job_id, job.status());
+  ScopedJobLogFields log_fields({job_id, number, -1});
   spdlog::info("job {} succeeded (attempt {})", job_id, number);
   NotifyEvents();
   Wake();

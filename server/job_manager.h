@@ -72,6 +72,9 @@ struct JobManagerOptions {
   // How long a failing attempt waits for its other ranks' exits (or their workers'
   // loss) before the job moves on; the coordinator uses lease_ttl + 5s.
   absl::Duration failure_settle = absl::Seconds(15);
+  // Called (under the manager's lock) when a job is placed for the first time, with
+  // how long it waited since it was submitted: the scheduling latency metric.
+  std::function<void(absl::Duration waited)> on_first_placement;
 };
 
 class JobManager {

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/signals.h"
 #include "common/version.h"
+#include "proto/grpc_logging.h"
 #include "server/coordinator.h"
 
 namespace {
@@ -53,6 +54,8 @@ int main(int argc, char** argv) {
   std::string lease_ttl = "10s";
   std::string shutdown_grace = "10s";
   std::string log_level = "info";
+  std::string log_format = "text";
+  std::string metrics_listen;
   std::string max_upload_bytes = "16G";
   std::string max_model_bytes = "2G";
   int64_t max_queued_jobs = 10000;
@@ -79,6 +82,10 @@ int main(int argc, char** argv) {
                  "fail an attempt whose ranks have not all started within this long")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--log-format", log_format, "text, or json (one object per line)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT to serve Prometheus metrics on (GET /metrics); off when empty");
   app.set_version_flag("--version", cohort::kVersion);
   try {
     app.parse(argc, argv);
@@ -110,7 +117,15 @@ int main(int argc, char** argv) {
       cohort::ParsePositiveDuration(start_timeout, "--start-timeout");
   if (!start.ok()) return Fail(start.status());
   options.start_timeout = *start;
-  if (absl::Status s = cohort::InitLogging("server", log_level); !s.ok()) return Fail(s);
+  if (!metrics_listen.empty()) {
+    absl::StatusOr<cohort::HostPort> m = cohort::ParseHostPort(metrics_listen, /*allow_port_zero=*/true);
+    if (!m.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--metrics-listen: ", m.status().message())));
+    options.metrics_listen = *m;
+  }
+  absl::StatusOr<cohort::LogFormat> format = cohort::ParseLogFormat(log_format);
+  if (!format.ok()) return Fail(format.status());
+  if (absl::Status s = cohort::InitLogging("server", log_level, *format); !s.ok()) return Fail(s);
+  cohort::RouteGrpcLogsToSpdlog();
 
   cohort::server::Coordinator coordinator(options);
   if (absl::Status s = coordinator.Start(); !s.ok()) return Fail(s);

@@ -17,6 +17,7 @@
 #include "common/names.h"
 #include "common/signals.h"
 #include "common/version.h"
+#include "proto/grpc_logging.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/coordinator_store.h"
 #include "worker/agent/pod_environment.h"
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
   int slots = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string advertise = pod.advertise_address.value_or("");
   std::string log_level = "info";
+  std::string log_format = "text";
+  std::string metrics_listen;
   std::string work_dir;
   std::string stop_grace = "10s";
   app.add_option("--coordinator", coordinator, "coordinator HOST:PORT (env COHORT_COORDINATOR)");
@@ -75,6 +78,10 @@ int main(int argc, char** argv) {
                  "address other workers reach this one at (default: the local address that "
                  "routes to the coordinator)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--log-format", log_format, "text, or json (one object per line)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT to serve Prometheus metrics on (GET /metrics); off when empty");
   app.add_option("--work-dir", work_dir,
                  "data cache and the trainers' outputs (default /tmp/cohort-worker-<name>)");
   app.add_option("--stop-grace", stop_grace,
@@ -109,7 +116,19 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cohort-worker: error: %s\n", std::string(grace.status().message()).c_str());
     return 2;
   }
-  if (absl::Status s = cohort::InitLogging("agent", log_level); !s.ok()) return Fail(s);
+  absl::StatusOr<cohort::LogFormat> format = cohort::ParseLogFormat(log_format);
+  if (!format.ok()) return Fail(format.status());
+  if (absl::Status s = cohort::InitLogging("agent", log_level, *format); !s.ok()) return Fail(s);
+  cohort::RouteGrpcLogsToSpdlog();
+  std::unique_ptr<cohort::agent::AgentMetrics> metrics;
+  if (!metrics_listen.empty()) {
+    absl::StatusOr<cohort::HostPort> m = cohort::ParseHostPort(metrics_listen, /*allow_port_zero=*/true);
+    if (!m.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--metrics-listen: ", m.status().message())));
+    absl::StatusOr<std::unique_ptr<cohort::agent::AgentMetrics>> listening =
+        cohort::agent::AgentMetrics::Listen(*m);
+    if (!listening.ok()) return Fail(listening.status());
+    metrics = std::move(*listening);
+  }
   for (const std::string& note : pod.notes) spdlog::info("pod: {}", note);
   for (const std::string& warning : pod.warnings) spdlog::warn("pod: {}", warning);
 
@@ -119,6 +138,7 @@ int main(int argc, char** argv) {
   options.cpu_slots = slots;
   options.work_dir = work_dir;
   options.stop_grace = *grace;
+  options.metrics = metrics.get();
   options.advertise_address =
       advertise.empty() ? cohort::agent::LocalAddressToward(*address) : advertise;
   for (const auto& gpu : cohort::trainer::CudaDevices()) {

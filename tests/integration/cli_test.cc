@@ -190,7 +190,8 @@ TEST_CASE("cohort submit --follow on a terminal draws Keras' progress and exits 
   CHECK_FALSE(std::filesystem::exists(out.File("model/model.keras.part")));
   CommandResult again = cluster.Cli({"download", id, "-o", out.File("model")});
   CHECK(again.status.code == 0);
-  CHECK(Count(again.out, "already there") == 2);
+  // model.keras, history.json and the two TensorBoard files (train/, validation/).
+  CHECK(Count(again.out, "already there") == 4);
 
   CommandResult status = cluster.Cli({"status", id});
   CHECK(absl::StrContains(status.out, "state:      SUCCEEDED"));

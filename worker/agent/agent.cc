@@ -55,6 +55,7 @@ Agent::Agent(AgentOptions options)
   context.stop_grace = options_.stop_grace;
   context.rpc_timeout = options_.rpc_timeout;
   context.shutdown = &shutdown_;
+  context.metrics = options_.metrics;
   ranks_ = std::make_unique<RankSet>(context);
   assignments_ = std::make_unique<AssignmentLoop>(stub_.get(), ranks_.get());
 }

@@ -36,6 +36,7 @@
 #include "cohort/v1/job_service.grpc.pb.h"
 #include "cohort/v1/worker_service.grpc.pb.h"
 #include "common/address.h"
+#include "worker/agent/agent_metrics.h"
 #include "worker/agent/artifact_transfer.h"
 #include "worker/agent/assignment_loop.h"
 #include "worker/agent/event_forwarder.h"
@@ -61,6 +62,8 @@ struct AgentOptions {
   // LibTorch threads per CPU rank (--threads); 0: the trainer's default (cores divided
   // by the job's world size, right when all ranks share this host, as in local tests).
   int threads_per_rank = 0;
+  // --metrics-listen: where the ranks' statistics go; not owned, null when off.
+  AgentMetrics* metrics = nullptr;
 };
 
 class Agent {

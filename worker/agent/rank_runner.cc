@@ -15,6 +15,7 @@
 #include "common/zip/atomic_file.h"
 #include "proto/grpc_status.h"
 #include "worker/agent/event_translation.h"
+#include "worker/agent/tensorboard_upload.h"
 
 namespace cohort::agent {
 namespace {
@@ -91,6 +92,9 @@ bool RankRunner::WaitDone(absl::Duration timeout) {
 }
 
 void RankRunner::Run() {
+  // Everything this thread logs is about this rank (the JSON log format says so).
+  ScopedJobLogFields log_fields({rank().job_id(), rank().attempt(), rank().rank()});
+  if (context_.metrics) context_.metrics->RankStarted(rank());
   const RankPaths paths = PathsOf(context_.work_dir, rank());
   absl::Status prepared = Prepare(paths);
   bool stopped;
@@ -133,9 +137,13 @@ void RankRunner::Run() {
           }
         }
       }
+      if (rank().rank() == 0 && code == 0) {
+        UploadTensorBoard(context_.worker, rank(), paths.out_dir, context_.transfer);
+      }
       ReportExit(code, exit->signal, message);
     }
   }
+  if (context_.metrics) context_.metrics->RankEnded(rank());
   absl::MutexLock lock(&mu_);
   active_ = false;
   done_ = true;
@@ -246,6 +254,7 @@ void RankRunner::UploadPendingCheckpoints() {
 }
 
 void RankRunner::OnStdout(absl::string_view line) {
+  if (context_.metrics) context_.metrics->OnTrainerLine(rank(), line);
   TrainerLine translated = TranslateStdoutLine(line, rank());
   if (translated.error_message || translated.checkpoint_file) {
     absl::MutexLock lock(&mu_);

@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "cohort/v1/job_service.grpc.pb.h"
 #include "cohort/v1/worker_service.grpc.pb.h"
+#include "worker/agent/agent_metrics.h"
 #include "worker/agent/artifact_transfer.h"
 #include "worker/agent/call_canceller.h"
 #include "worker/agent/event_forwarder.h"
@@ -57,6 +58,8 @@ struct RunnerContext {
   // Notified when the agent shuts down: exits are then reported for a bounded time.
   absl::Notification* shutdown = nullptr;
   absl::Duration shutdown_report_timeout = absl::Seconds(10);
+  // --metrics-listen: the ranks' step statistics; null when off.
+  AgentMetrics* metrics = nullptr;
 };
 
 class RankRunner {

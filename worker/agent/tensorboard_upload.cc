@@ -1,0 +1,34 @@
+#include "worker/agent/tensorboard_upload.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+
+namespace cohort::agent {
+
+int UploadTensorBoard(v1::WorkerService::StubInterface* stub, const v1::RankRef& rank,
+                      const std::string& out_dir, const TransferOptions& options) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(out_dir) / "tensorboard";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return 0;
+  int uploaded = 0;
+  for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    std::string name = "tensorboard/" + fs::relative(it->path(), root, ec).generic_string();
+    absl::Status s = UploadArtifact(stub, rank, name, it->path().string(), options);
+    if (s.ok()) {
+      ++uploaded;
+    } else {
+      spdlog::warn("job {} rank {}: TensorBoard file not uploaded: {}", rank.job_id(), rank.rank(), s);
+    }
+  }
+  return uploaded;
+}
+
+}  // namespace cohort::agent
