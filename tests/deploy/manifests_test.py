@@ -166,7 +166,7 @@ def ResourceProblems(docs):
 
 def ProbeProblems(docs):
     """The coordinator: native gRPC readiness and liveness probes on its gRPC port.
-    Every long-running container: a readiness probe."""
+    Every long-running container: a readiness and a liveness probe."""
     problems = []
     coordinator = Find(docs, "StatefulSet", "cohort-coordinator")
     for c in PodSpec(coordinator)["containers"]:
@@ -179,8 +179,9 @@ def ProbeProblems(docs):
                 problems.append(f"coordinator/{c['name']}: {probe} is not on the gRPC port {ports}")
     for w in (d for d in docs if d["kind"] in ("StatefulSet", "DaemonSet", "Deployment")):
         for c in PodSpec(w)["containers"]:
-            if "readinessProbe" not in c:
-                problems.append(f"{w['metadata']['name']}/{c['name']}: no readinessProbe")
+            for probe in ("readinessProbe", "livenessProbe"):
+                if probe not in c:
+                    problems.append(f"{w['metadata']['name']}/{c['name']}: no {probe}")
     return problems
 
 
@@ -456,6 +457,7 @@ class ManifestsTest(unittest.TestCase):
             "no gRPC livenessProbe": ("cpu", lambda d: Coordinator(d)["containers"][0].pop("livenessProbe")),
             "no gRPC readinessProbe": ("gpu", lambda d: Coordinator(d)["containers"][0]["readinessProbe"].pop("grpc")),
             "no readinessProbe": ("cpu", lambda d: Agent(d)["containers"][0].pop("readinessProbe")),
+            "no livenessProbe": ("gpu", lambda d: Agent(d)["containers"][0].pop("livenessProbe")),
             "/dev/shm is not": ("cpu", lambda d: [v["emptyDir"].pop("medium") for v in Agent(d)["volumes"] if v["name"] == "dshm"]),
             "too small for NCCL": ("gpu", lambda d: [v["emptyDir"].update(sizeLimit="64Mi") for v in Agent(d)["volumes"] if v["name"] == "dshm"]),
             "no nvidia.com/gpu limit": ("gpu", lambda d: Agent(d)["containers"][0]["resources"]["limits"].pop("nvidia.com/gpu")),
