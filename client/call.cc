@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "client/exit_codes.h"
+#include "proto/channel.h"
 
 namespace cohort::client {
 
@@ -23,6 +24,17 @@ int ReportCallError(const Connection& connection, const grpc::Status& status) {
   }
   std::fprintf(stderr, "cohort: error: %s\n", status.error_message().c_str());
   return kExitFailed;
+}
+
+std::unique_ptr<v1::JobService::Stub> NewJobStub(const Connection& connection) {
+  return v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator));
+}
+
+grpc::Status GetJob(const Connection& connection, v1::JobService::Stub& stub,
+                    const std::string& job_id, v1::Job* job) {
+  v1::GetJobRequest request;
+  request.set_job_id(job_id);
+  return stub.GetJob(NewCallContext(connection).get(), request, job);
 }
 
 }  // namespace cohort::client

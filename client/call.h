@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "cohort/v1/job_service.grpc.pb.h"
 #include "common/address.h"
 #include "grpcpp/support/status.h"
 
@@ -25,5 +26,12 @@ std::unique_ptr<grpc::ClientContext> NewCallContext(const Connection& connection
 // Prints "cohort: error: ..." for a failed call and returns the exit code:
 // kExitUnreachable when the coordinator could not be reached in time, else kExitFailed.
 int ReportCallError(const Connection& connection, const grpc::Status& status);
+
+// A JobService stub on a channel of its own to the coordinator.
+std::unique_ptr<v1::JobService::Stub> NewJobStub(const Connection& connection);
+
+// GetJob of `job_id`, with the connection's deadline.
+grpc::Status GetJob(const Connection& connection, v1::JobService::Stub& stub,
+                    const std::string& job_id, v1::Job* job);
 
 }  // namespace cohort::client

@@ -164,11 +164,9 @@ absl::StatusOr<int64_t> DownloadArtifact(v1::JobService::Stub& stub, const std::
 }
 
 int RunDownloadCommand(const Connection& connection, const DownloadOptions& options) {
-  auto stub = v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator));
-  v1::GetJobRequest get;
-  get.set_job_id(options.job_id);
+  auto stub = NewJobStub(connection);
   v1::Job job;
-  grpc::Status status = stub->GetJob(NewCallContext(connection).get(), get, &job);
+  grpc::Status status = GetJob(connection, *stub, options.job_id, &job);
   if (!status.ok()) return ReportCallError(connection, status);
 
   const bool defaults = options.names.empty();

@@ -10,20 +10,10 @@
 #include "proto/channel.h"
 
 namespace cohort::client {
-namespace {
-
-std::unique_ptr<v1::JobService::Stub> NewStub(const Connection& connection) {
-  return v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator));
-}
-
-}  // namespace
-
 int RunStatusCommand(const Connection& connection, const std::string& job_id, OutputFormat format) {
-  v1::GetJobRequest request;
-  request.set_job_id(job_id);
   v1::Job job;
-  auto stub = NewStub(connection);
-  grpc::Status status = stub->GetJob(NewCallContext(connection).get(), request, &job);
+  auto stub = NewJobStub(connection);
+  grpc::Status status = GetJob(connection, *stub, job_id, &job);
   if (!status.ok()) return ReportCallError(connection, status);
   if (format == OutputFormat::kJson) {
     std::printf("%s\n", ToJsonLine(job).c_str());
@@ -40,7 +30,7 @@ int RunStatusCommand(const Connection& connection, const std::string& job_id, Ou
 
 int RunListCommand(const Connection& connection, const std::vector<v1::JobState>& states,
                    OutputFormat format) {
-  auto stub = NewStub(connection);
+  auto stub = NewJobStub(connection);
   std::vector<v1::Job> jobs;
   v1::ListJobsRequest request;
   for (v1::JobState s : states) request.add_states(s);
@@ -74,7 +64,7 @@ int RunCancelCommand(const Connection& connection, const std::string& job_id,
   request.set_reason(reason);
   v1::Job job;
   grpc::Status status =
-      NewStub(connection)->CancelJob(NewCallContext(connection).get(), request, &job);
+      NewJobStub(connection)->CancelJob(NewCallContext(connection).get(), request, &job);
   if (!status.ok()) return ReportCallError(connection, status);
   if (format == OutputFormat::kJson) {
     std::printf("%s\n", ToJsonLine(job).c_str());

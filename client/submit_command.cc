@@ -49,7 +49,7 @@ int RunSubmitCommand(const Connection& connection, const SubmitOptions& options,
   absl::StatusOr<job::JobSpec> spec = ResolveSubmitSpec(options.flags, options.cwd);
   if (!spec.ok()) return Refused(std::string(spec.status().message()));
 
-  auto stub = v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator));
+  auto stub = NewJobStub(connection);
   v1::SubmitJobRequest request;
   *request.mutable_spec() = proto::JobSpecToProto(*spec);
   request.set_dry_run(options.dry_run);

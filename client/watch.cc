@@ -56,12 +56,10 @@ ProgressStyle StyleFromFlag(const std::string& output, bool* color) {
 int WatchJob(const Connection& connection, const WatchOptions& options,
              InterruptWatcher& interrupt) {
   interrupt.StartWatching();
-  auto stub = v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator));
+  auto stub = NewJobStub(connection);
 
-  v1::GetJobRequest get;
-  get.set_job_id(options.job_id);
   v1::Job job;
-  grpc::Status status = stub->GetJob(NewCallContext(connection).get(), get, &job);
+  grpc::Status status = GetJob(connection, *stub, options.job_id, &job);
   if (!status.ok()) return ReportCallError(connection, status);
 
   ProgressOptions progress;
@@ -100,7 +98,7 @@ int WatchJob(const Connection& connection, const WatchOptions& options,
         if (event.state_change().reason().empty() && options.style != ProgressStyle::kJson) {
           // Say why a job failed even when its final event does not: Job.reason does.
           v1::Job now;
-          if (stub->GetJob(NewCallContext(connection).get(), get, &now).ok()) {
+          if (GetJob(connection, *stub, options.job_id, &now).ok()) {
             event.mutable_state_change()->set_reason(now.reason());
           }
         }
@@ -143,7 +141,7 @@ int WatchJob(const Connection& connection, const WatchOptions& options,
       // The stream ended without the final event (a coordinator shutting down closes its
       // streams): ask where the job is, and resume unless it is over.
       v1::Job now;
-      grpc::Status got = stub->GetJob(NewCallContext(connection).get(), get, &now);
+      grpc::Status got = GetJob(connection, *stub, options.job_id, &now);
       if (got.ok() && IsFinal(now.state()) && now.last_sequence() <= renderer.last_sequence()) {
         Write(renderer.Close());
         return options.follow ? ExitCodeForState(now.state()) : kExitOk;
