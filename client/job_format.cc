@@ -15,12 +15,6 @@
 namespace cohort::client {
 namespace {
 
-std::string Ago(const google::protobuf::Timestamp& t, absl::Time now) {
-  absl::Duration d = now - FromProto(t);
-  if (d < absl::Seconds(1)) return "just now";
-  return absl::StrCat(absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))), " ago");
-}
-
 bool IsSet(const google::protobuf::Timestamp& t) { return t.seconds() != 0 || t.nanos() != 0; }
 
 std::string Rfc3339(const google::protobuf::Timestamp& t) {
@@ -82,6 +76,12 @@ std::string FormatPlacements(const google::protobuf::RepeatedPtrField<v1::Placem
   return absl::StrJoin(parts, ", ");
 }
 
+std::string FormatAgo(const google::protobuf::Timestamp& t, absl::Time now) {
+  absl::Duration d = now - FromProto(t);
+  if (d < absl::Seconds(1)) return "just now";
+  return absl::StrCat(absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))), " ago");
+}
+
 std::string FormatBytes(int64_t bytes) {
   if (bytes < 1024) return absl::StrCat(bytes, " B");
   const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
@@ -113,7 +113,7 @@ std::string FormatJobStatus(const v1::Job& job, absl::Time now) {
   if (job.placements_size() > 0) fields.push_back({"placements", FormatPlacements(job.placements())});
   if (IsSet(job.created_at())) {
     fields.push_back({"created", absl::StrCat(Rfc3339(job.created_at()), " (",
-                                              Ago(job.created_at(), now), ")")});
+                                              FormatAgo(job.created_at(), now), ")")});
   }
   if (IsSet(job.started_at())) fields.push_back({"started", Rfc3339(job.started_at())});
   if (IsSet(job.finished_at())) fields.push_back({"finished", Rfc3339(job.finished_at())});
@@ -145,7 +145,7 @@ std::string FormatJobTable(const std::vector<v1::Job>& jobs, absl::Time now) {
     rows.push_back({job.id(), job.spec().name(), JobStateName(job.state()),
                     absl::StrCat(std::max(1, job.spec().resources().workers())),
                     absl::StrCat(job.attempt()), progress,
-                    IsSet(job.created_at()) ? Ago(job.created_at(), now) : ""});
+                    IsSet(job.created_at()) ? FormatAgo(job.created_at(), now) : ""});
   }
   return RenderTable({"ID", "NAME", "STATE", "RANKS", "ATTEMPT", "PROGRESS", "CREATED"}, rows);
 }

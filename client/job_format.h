@@ -26,6 +26,9 @@ int ExitCodeForState(v1::JobState state);
 // "rank 0 on w1 (slot 0), rank 1 on w2 (slot 0)".
 std::string FormatPlacements(const google::protobuf::RepeatedPtrField<v1::Placement>& placements);
 
+// How long before `now` the time `t` was: "just now", "5m3s ago".
+std::string FormatAgo(const google::protobuf::Timestamp& t, absl::Time now);
+
 // "12 KiB", "3.4 MiB".
 std::string FormatBytes(int64_t bytes);
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "client/exit_codes.h"
+#include "client/job_format.h"
 #include "client/table.h"
 #include "cohort/v1/cluster_service.grpc.pb.h"
 #include "proto/channel.h"
@@ -28,12 +29,6 @@ std::string StateName(v1::WorkerState state) {
 
 std::string Rfc3339(const google::protobuf::Timestamp& t) {
   return absl::FormatTime(absl::RFC3339_sec, FromProto(t), absl::UTCTimeZone());
-}
-
-std::string Ago(const google::protobuf::Timestamp& t) {
-  absl::Duration d = absl::Now() - FromProto(t);
-  if (d < absl::Seconds(1)) return "just now";
-  return absl::StrCat(absl::FormatDuration(absl::Trunc(d, absl::Seconds(1))), " ago");
 }
 
 nlohmann::json ToJson(const v1::WorkerInfo& w) {
@@ -68,9 +63,11 @@ int RunWorkersCommand(const Connection& connection, OutputFormat format) {
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows;
+  const absl::Time now = absl::Now();
   for (const auto& w : response.workers()) {
     rows.push_back({w.name(), StateName(w.state()), absl::StrCat(w.resources().cpu_slots()),
-                    absl::StrCat(w.resources().gpus_size()), w.address(), Ago(w.last_seen())});
+                    absl::StrCat(w.resources().gpus_size()), w.address(),
+                    FormatAgo(w.last_seen(), now)});
   }
   std::fputs(RenderTable({"NAME", "STATE", "SLOTS", "GPUS", "ADDRESS", "LAST SEEN"}, rows).c_str(),
              stdout);
