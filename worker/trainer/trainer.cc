@@ -335,9 +335,10 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     absl::Time now = absl::Now();
     timing.step = now - step_start;
     if (trace_) {
+      // Both arms lvalues, so the reducer's bucket spans are not copied each step.
+      static const std::vector<std::pair<absl::Time, absl::Time>> kNoBuckets;
       trace_->AddStep(epoch + 1, step + 1, phases, now,
-                      reducer_ ? reducer_->last_step().buckets
-                               : std::vector<std::pair<absl::Time, absl::Time>>{});
+                      reducer_ ? reducer_->last_step().buckets : kNoBuckets);
     }
     timing.rows = static_cast<int64_t>(slice.rows.size());
     if (reducer_) {
