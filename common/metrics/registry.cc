@@ -117,26 +117,28 @@ absl::Status Registry::CheckNew(absl::string_view name, const std::vector<std::s
   return absl::OkStatus();
 }
 
+template <typename T>
+Family<T>* Registry::Insert(absl::string_view name, absl::string_view help, Type type,
+                           std::vector<std::string> label_names, std::vector<double> bounds) {
+  auto family = std::make_unique<Family<T>>(std::move(label_names), std::move(bounds));
+  Family<T>* result = family.get();
+  entries_.push_back(std::make_unique<Entry>(
+      Entry{std::string(name), std::string(help), type, std::move(family)}));
+  return result;
+}
+
 absl::StatusOr<Family<Counter>*> Registry::AddCounter(absl::string_view name, absl::string_view help,
                                                       std::vector<std::string> label_names) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckNew(name, label_names, Type::kCounter); !s.ok()) return s;
-  auto family = std::make_unique<Family<Counter>>(std::move(label_names), std::vector<double>{});
-  Family<Counter>* result = family.get();
-  entries_.push_back(std::make_unique<Entry>(
-      Entry{std::string(name), std::string(help), Type::kCounter, std::move(family)}));
-  return result;
+  return Insert<Counter>(name, help, Type::kCounter, std::move(label_names), {});
 }
 
 absl::StatusOr<Family<Gauge>*> Registry::AddGauge(absl::string_view name, absl::string_view help,
                                                   std::vector<std::string> label_names) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckNew(name, label_names, Type::kGauge); !s.ok()) return s;
-  auto family = std::make_unique<Family<Gauge>>(std::move(label_names), std::vector<double>{});
-  Family<Gauge>* result = family.get();
-  entries_.push_back(std::make_unique<Entry>(
-      Entry{std::string(name), std::string(help), Type::kGauge, std::move(family)}));
-  return result;
+  return Insert<Gauge>(name, help, Type::kGauge, std::move(label_names), {});
 }
 
 absl::StatusOr<Family<Histogram>*> Registry::AddHistogram(absl::string_view name,
@@ -155,11 +157,7 @@ absl::StatusOr<Family<Histogram>*> Registry::AddHistogram(absl::string_view name
     }
   }
   if (std::isinf(bounds.back()) && bounds.back() > 0) bounds.pop_back();  // implicit
-  auto family = std::make_unique<Family<Histogram>>(std::move(label_names), std::move(bounds));
-  Family<Histogram>* result = family.get();
-  entries_.push_back(std::make_unique<Entry>(
-      Entry{std::string(name), std::string(help), Type::kHistogram, std::move(family)}));
-  return result;
+  return Insert<Histogram>(name, help, Type::kHistogram, std::move(label_names), std::move(bounds));
 }
 
 void Registry::AddCollector(std::function<void()> collector) {

@@ -129,6 +129,11 @@ class Registry {
   struct Entry;
   absl::Status CheckNew(absl::string_view name, const std::vector<std::string>& labels,
                         Type type) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds a family already checked by CheckNew; returns it.
+  template <typename T>
+  Family<T>* Insert(absl::string_view name, absl::string_view help, Type type,
+                    std::vector<std::string> label_names, std::vector<double> bounds)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable absl::Mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
