@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tests/integration/cluster.h"
+#include "tests/integration/job_client.h"
 #include "tests/support/ports.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -29,23 +30,7 @@ namespace {
 
 const std::string kSource = COHORT_SOURCE_DIR;
 const std::string kModel = kSource + "/examples/digits_cnn.keras";
-constexpr char kPython[] = COHORT_VENV_PYTHON;
 constexpr char kLeaseTtl[] = "3s";
-
-// examples/make_digits.py's arrays in a directory of the test's own.
-class DigitsData {
- public:
-  DigitsData() {
-    CommandResult r = RunCommand({kPython, kSource + "/examples/make_digits.py", dir_.path()},
-                                 absl::Seconds(180));
-    INFO(r.output);
-    REQUIRE(r.status.code == 0);
-  }
-  std::string File(const std::string& name) const { return dir_.File(name); }
-
- private:
-  TempDir dir_;
-};
 
 // `cohort submit MODEL --x ... --y ...` for the digits data, plus `extra`.
 std::vector<std::string> SubmitDigits(const DigitsData& data, std::vector<std::string> extra) {

@@ -42,6 +42,20 @@ std::string DigitsJobYaml(const DigitsJob& job, const std::string& data_dir) {
                       "max_restarts: ", job.max_restarts, "\n");
 }
 
+DigitsData::DigitsData() {
+  CommandResult r = RunCommand(
+      {COHORT_VENV_PYTHON, std::string(COHORT_SOURCE_DIR) + "/examples/make_digits.py", dir_.path()},
+      absl::Seconds(180));
+  INFO(r.output);
+  REQUIRE(r.status.code == 0);
+}
+
+std::string DigitsData::Write(const DigitsJob& job) const {
+  std::string path = dir_.File(job.name + ".yaml");
+  WriteFile(path, DigitsJobYaml(job, dir_.path()));
+  return path;
+}
+
 JobClient::JobClient(const std::string& address)
     : stub_(v1::JobService::NewStub(
           grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}

@@ -10,10 +10,11 @@
 
 #include "absl/time/time.h"
 #include "cohort/v1/job_service.grpc.pb.h"
+#include "tests/support/temp_dir.h"
 
 namespace cohort::testing {
 
-// A digits job (tests/integration/job_test.cc writes the data with examples/make_digits.py).
+// A digits job on the data of DigitsData.
 struct DigitsJob {
   std::string name = "digits";
   int workers = 2;
@@ -26,6 +27,19 @@ struct DigitsJob {
 
 // The YAML of `job` on the data in `data_dir`, with examples/digits_cnn.keras.
 std::string DigitsJobYaml(const DigitsJob& job, const std::string& data_dir);
+
+// examples/make_digits.py's arrays in a directory of the test's own (REQUIREs success).
+class DigitsData {
+ public:
+  DigitsData();
+  const std::string& dir() const { return dir_.path(); }
+  std::string File(const std::string& name) const { return dir_.File(name); }
+  // Writes the YAML of `job` beside the data and returns its path.
+  std::string Write(const DigitsJob& job) const;
+
+ private:
+  TempDir dir_;
+};
 
 class JobClient {
  public:

@@ -30,28 +30,6 @@ constexpr char kPython[] = COHORT_VENV_PYTHON;
 // Long enough that a loaded 2-core machine misses no heartbeat while two trainers run.
 constexpr char kLeaseTtl[] = "3s";
 
-// The digits data (examples/make_digits.py) in a directory of the test's own.
-class Digits {
- public:
-  Digits() {
-    CommandResult r = RunCommand({kPython, kSource + "/examples/make_digits.py", dir_.path()},
-                                 absl::Seconds(180));
-    INFO(r.output);
-    REQUIRE(r.status.code == 0);
-  }
-  const std::string& dir() const { return dir_.path(); }
-
-  // Writes the YAML of `job` and returns its path.
-  std::string Write(const DigitsJob& job) const {
-    std::string path = dir_.File(job.name + ".yaml");
-    WriteFile(path, DigitsJobYaml(job, dir_.path()));
-    return path;
-  }
-
- private:
-  TempDir dir_;
-};
-
 // The worker that runs `rank` in the job's current attempt.
 std::string WorkerOfRank(const v1::Job& job, int rank) {
   for (const v1::Placement& p : job.placements()) {
@@ -116,7 +94,7 @@ void StartCluster(Cluster& cluster, const std::vector<std::string>& workers) {
 
 TEST_CASE("A 2-rank digits job submitted from the CLI succeeds and its model loads in Keras",
           "[integration][job]") {
-  Digits digits;
+  DigitsData digits;
   Cluster cluster(kLeaseTtl);
   StartCluster(cluster, {"w1", "w2"});
 
@@ -160,7 +138,7 @@ TEST_CASE("A 2-rank digits job submitted from the CLI succeeds and its model loa
 }
 
 TEST_CASE("Jobs queued behind a running one start in priority order", "[integration][job]") {
-  Digits digits;
+  DigitsData digits;
   Cluster cluster(kLeaseTtl);
   StartCluster(cluster, {"w1", "w2"});
   JobClient jobs(cluster.address());
@@ -187,7 +165,7 @@ TEST_CASE("Jobs queued behind a running one start in priority order", "[integrat
 
 TEST_CASE("Cancelling a job mid-epoch stops every rank and frees the slots",
           "[integration][job]") {
-  Digits digits;
+  DigitsData digits;
   Cluster cluster(kLeaseTtl);
   StartCluster(cluster, {"w1", "w2"});
   JobClient jobs(cluster.address());
@@ -216,7 +194,7 @@ TEST_CASE("Cancelling a job mid-epoch stops every rank and frees the slots",
 
 TEST_CASE("An agent killed mid-job: the job resumes from its checkpoint on a healthy worker",
           "[integration][job]") {
-  Digits digits;
+  DigitsData digits;
   Cluster cluster(kLeaseTtl);
   StartCluster(cluster, {"w1", "w2", "w3"});
   JobClient jobs(cluster.address());
@@ -250,7 +228,7 @@ TEST_CASE("An agent killed mid-job: the job resumes from its checkpoint on a hea
 
 TEST_CASE("An agent killed mid-job with no restarts left fails the job, naming the worker",
           "[integration][job]") {
-  Digits digits;
+  DigitsData digits;
   Cluster cluster(kLeaseTtl);
   StartCluster(cluster, {"w1", "w2"});
   JobClient jobs(cluster.address());
@@ -270,7 +248,7 @@ TEST_CASE("An agent killed mid-job with no restarts left fails the job, naming t
 
 TEST_CASE("A coordinator killed mid-job and restarted finishes the job, losing nothing",
           "[integration][job]") {
-  Digits digits;
+  DigitsData digits;
   Cluster cluster(kLeaseTtl);
   StartCluster(cluster, {"w1", "w2"});
 
