@@ -50,6 +50,14 @@ def Check(text, ignore=IGNORE, name="Dockerfile", binaries=()):
 
 
 class DockerfileCheckTest(unittest.TestCase):
+    def assertEachFails(self, cases):
+        """Each text of {message: text} fails the check, saying its message."""
+        for message, text in cases.items():
+            with self.subTest(message=message):
+                code, out = Check(text)
+                self.assertEqual(code, 1, out)
+                self.assertIn(message, out)
+
     def test_a_good_dockerfile_passes_and_its_packages_are_counted(self):
         code, out = Check(GOOD)
         self.assertEqual(code, 0, out)
@@ -93,11 +101,7 @@ class DockerfileCheckTest(unittest.TestCase):
             "without apt-get update": GOOD.replace("RUN apt-get update && apt-get", "RUN apt-get"),
             "lists not removed": GOOD.replace(" \\\n && rm -rf /var/lib/apt/lists/*\nCOPY", "\nCOPY"),
         }
-        for message, text in cases.items():
-            with self.subTest(message=message):
-                code, out = Check(text)
-                self.assertEqual(code, 1, out)
-                self.assertIn(message, out)
+        self.assertEachFails(cases)
 
     def test_downloads_secrets_shell_form_and_missing_stages_fail(self):
         cases = {
@@ -107,11 +111,7 @@ class DockerfileCheckTest(unittest.TestCase):
             "shell form": GOOD.replace('ENTRYPOINT ["/usr/bin/tini", "--"]', "CMD cohort-server"),
             "no such stage": GOOD.replace("--from=build", "--from=builder"),
         }
-        for message, text in cases.items():
-            with self.subTest(message=message):
-                code, out = Check(text)
-                self.assertEqual(code, 1, out)
-                self.assertIn(message, out)
+        self.assertEachFails(cases)
 
     def test_a_final_stage_without_a_linked_library_fails(self):
         # sqlite3 (a package scripts/setup installs) links libsqlite3.so.0.
