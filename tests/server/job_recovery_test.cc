@@ -12,17 +12,11 @@ namespace {
 
 using cohort::testing::TempDir;
 using testing::ClassifierSpec;
+using testing::Expect;
 using testing::FakeAgent;
 using testing::Rank;
 using testing::TestServer;
 using testing::WriteData;
-
-v1::Assignment Expect(FakeAgent& agent, v1::AssignmentAction action) {
-  std::optional<v1::Assignment> a = agent.Next(absl::Seconds(10));
-  REQUIRE(a.has_value());
-  CHECK(a->action() == action);
-  return *a;
-}
 
 TEST_CASE("After a coordinator restart running jobs resume and queued ones stay queued",
           "[server][jobs][recovery]") {

@@ -15,6 +15,14 @@ v1::RankRef Rank(const std::string& job_id, int attempt, int rank) {
   return r;
 }
 
+v1::Assignment Expect(FakeAgent& agent, v1::AssignmentAction action, absl::Duration timeout) {
+  std::optional<v1::Assignment> a = agent.Next(timeout);
+  INFO("worker " << agent.name());
+  REQUIRE(a.has_value());
+  CHECK(a->action() == action);
+  return *a;
+}
+
 TestServer::TestServer(const std::string& data_dir, CoordinatorOptions options)
     : options_(std::move(options)) {
   options_.listen = *ParseHostPort("127.0.0.1:0", /*allow_port_zero=*/true);

@@ -87,4 +87,8 @@ class FakeAgent {
 
 v1::RankRef Rank(const std::string& job_id, int attempt, int rank);
 
+// The agent's next assignment, which must come within `timeout` and be `action`.
+v1::Assignment Expect(FakeAgent& agent, v1::AssignmentAction action,
+                      absl::Duration timeout = absl::Seconds(10));
+
 }  // namespace cohort::server::testing

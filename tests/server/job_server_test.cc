@@ -17,6 +17,7 @@ namespace {
 
 using cohort::testing::TempDir;
 using testing::ClassifierSpec;
+using testing::Expect;
 using testing::FakeAgent;
 using testing::Rank;
 using testing::TestServer;
@@ -31,15 +32,6 @@ struct Env {
     server = std::make_unique<TestServer>(dir.path(), options);
   }
 };
-
-v1::Assignment Expect(FakeAgent& agent, v1::AssignmentAction action,
-                      absl::Duration timeout = absl::Seconds(10)) {
-  std::optional<v1::Assignment> a = agent.Next(timeout);
-  INFO("worker " << agent.name());
-  REQUIRE(a.has_value());
-  CHECK(a->action() == action);
-  return *a;
-}
 
 TEST_CASE("A 2-rank job starts on two workers, runs, succeeds, and is watched", "[server][jobs]") {
   Env env;
