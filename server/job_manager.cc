@@ -424,7 +424,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std:
   if (job->state() == v1::JOB_STATE_CANCELLED) return job;
   if (JobStore::IsFinal(job->state())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "job '", job_id, "' has already ended (", v1::JobState_Name(job->state()).substr(10),
+        "job '", job_id, "' has already ended (", JobStore::StateName(job->state()),
         ") and cannot be cancelled"));
   }
   absl::StatusOr<v1::Job> cancelled = store_->Transition(

@@ -153,7 +153,7 @@ grpc::Status JobServiceImpl::DownloadArtifact(grpc::ServerContext*,
   if (request->name() == "model.keras" && job->state() != v1::JOB_STATE_SUCCEEDED) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("job '", job->id(), "' has not succeeded (it is ",
-                                     v1::JobState_Name(job->state()).substr(10),
+                                     JobStore::StateName(job->state()),
                                      "): model.keras comes once it has"));
   }
   bool known = false;

@@ -31,13 +31,6 @@ std::string NewJobId() {
   return absl::StrFormat("job-%012x", rng() & 0xffffffffffffULL);
 }
 
-std::string StateName(v1::JobState state) {
-  std::string name = v1::JobState_Name(state);
-  absl::string_view v = name;
-  absl::ConsumePrefix(&v, "JOB_STATE_");
-  return v.empty() ? absl::StrCat(static_cast<int>(state)) : std::string(v);
-}
-
 absl::Status NotFound(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("job '", id, "' not found"));
 }
@@ -92,6 +85,13 @@ std::string StateList(const std::vector<v1::JobState>& states) {
 }
 
 }  // namespace
+
+std::string JobStore::StateName(v1::JobState state) {
+  std::string name = v1::JobState_Name(state);
+  absl::string_view v = name;
+  absl::ConsumePrefix(&v, "JOB_STATE_");
+  return v.empty() ? absl::StrCat(static_cast<int>(state)) : std::string(v);
+}
 
 bool JobStore::IsFinal(v1::JobState state) {
   return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||

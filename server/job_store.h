@@ -105,6 +105,8 @@ class JobStore {
   // coordinator restart).
   absl::StatusOr<std::vector<v1::Job>> Unfinished();
 
+  // "QUEUED" for JOB_STATE_QUEUED (the number, for a value the enum lacks).
+  static std::string StateName(v1::JobState state);
   // True for SUCCEEDED, FAILED and CANCELLED.
   static bool IsFinal(v1::JobState state);
   // Whether the lifecycle allows `from` -> `to`.
