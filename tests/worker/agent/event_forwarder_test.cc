@@ -45,7 +45,8 @@ TEST_CASE("a stream ended after a quiet spell is opened again for the next event
   EventForwarder forwarder(stub.get(), {});
   forwarder.Push(Log(1));
   REQUIRE(coordinator.WaitFor([](const auto& s) { return s.events.size() == 1; }));
-  absl::SleepFor(absl::Milliseconds(2500));
+  // The quiet stream is really ended (not merely still open for the next event).
+  REQUIRE(coordinator.WaitFor([](const auto& s) { return s.event_streams_ended == 1; }));
   forwarder.Push(Log(2));
   REQUIRE(coordinator.WaitFor([](const auto& s) { return s.events.size() == 2; }));
 }

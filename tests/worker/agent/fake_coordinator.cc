@@ -135,6 +135,8 @@ class FakeCoordinator::WorkerImpl final : public v1::WorkerService::Service {
       absl::MutexLock lock(&f_->mu_);
       f_->state_.events.push_back(event);
     }
+    absl::MutexLock lock(&f_->mu_);
+    ++f_->state_.event_streams_ended;
     return grpc::Status::OK;
   }
   grpc::Status ReportExit(grpc::ServerContext*, const v1::ReportExitRequest* request,

@@ -46,6 +46,7 @@ class FakeCoordinator {
     std::deque<v1::Assignment> to_send;           // StreamAssignments
     int registers = 0;
     int streams_opened = 0;
+    int event_streams_ended = 0;                  // ReportEvents calls returned
     int report_exit_failures = 0;                 // answer UNAVAILABLE this many times
     std::set<std::string> forgotten_leases;       // Heartbeat/StreamAssignments: NOT_FOUND
     std::vector<size_t> uploads_at_exit;          // uploads.size() at each recorded exit
