@@ -31,6 +31,14 @@ std::string NewJobId() {
   return absl::StrFormat("job-%012x", rng() & 0xffffffffffffULL);
 }
 
+// Undoes an edit's change to what no edit may change (Update and Transition).
+void KeepFixedFields(const v1::Job& current, v1::Job& job) {
+  job.set_id(current.id());
+  *job.mutable_spec() = current.spec();
+  job.set_owner(current.owner());
+  *job.mutable_created_at() = current.created_at();
+}
+
 absl::Status NotFound(const std::string& id) {
   return absl::NotFoundError(absl::StrCat("job '", id, "' not found"));
 }
@@ -336,10 +344,7 @@ absl::StatusOr<v1::Job> JobStore::Update(const std::string& id,
   }
   v1::Job job = *current;
   if (edit) edit(job);
-  job.set_id(current->id());
-  *job.mutable_spec() = current->spec();
-  job.set_owner(current->owner());
-  *job.mutable_created_at() = current->created_at();
+  KeepFixedFields(*current, job);
   job.set_state(current->state());
   job.set_reason(current->reason());
   job.set_last_sequence(current->last_sequence());
@@ -363,11 +368,7 @@ absl::StatusOr<v1::Job> JobStore::Transition(const std::string& id, v1::JobState
   }
   v1::Job job = *current;
   if (edit) edit(job);
-  // What the edit may not change.
-  job.set_id(current->id());
-  *job.mutable_spec() = current->spec();
-  job.set_owner(current->owner());
-  *job.mutable_created_at() = current->created_at();
+  KeepFixedFields(*current, job);
 
   absl::Time now = clock_->Now();
   job.set_state(to);
