@@ -73,9 +73,7 @@ double QuantileMs(std::vector<absl::Duration> samples, double q) {
 }
 
 std::unique_ptr<grpc::ClientContext> Deadline(absl::Duration timeout) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
-  return context;
+  return ContextWithDeadline(timeout);
 }
 
 void Die(const std::string& message) {

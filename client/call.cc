@@ -8,10 +8,7 @@
 namespace cohort::client {
 
 std::unique_ptr<grpc::ClientContext> NewCallContext(const Connection& connection) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        absl::ToChronoMilliseconds(connection.timeout));
-  return context;
+  return ContextWithDeadline(connection.timeout);
 }
 
 int ReportCallError(const Connection& connection, const grpc::Status& status) {

@@ -18,4 +18,10 @@ std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const HostPort& coordina
                                    args);
 }
 
+std::unique_ptr<grpc::ClientContext> ContextWithDeadline(absl::Duration timeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
+  return context;
+}
+
 }  // namespace cohort

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/job/job_spec_yaml.h"
+#include "proto/channel.h"
 #include "proto/job_spec_convert.h"
 #include "tests/support/process.h"
 
@@ -15,9 +16,7 @@ namespace cohort::testing {
 namespace {
 
 std::unique_ptr<grpc::ClientContext> Context(absl::Duration timeout = absl::Seconds(10)) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
-  return context;
+  return ContextWithDeadline(timeout);
 }
 
 }  // namespace

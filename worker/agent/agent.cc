@@ -67,10 +67,7 @@ Agent::~Agent() {
 }
 
 std::unique_ptr<grpc::ClientContext> Agent::Context() const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        absl::ToChronoMilliseconds(options_.rpc_timeout));
-  return context;
+  return ContextWithDeadline(options_.rpc_timeout);
 }
 
 void Agent::Stop() {
@@ -251,9 +248,8 @@ void Agent::Deregister(const std::string& lease_id) {
   v1::DeregisterRequest request;
   request.set_lease_id(lease_id);
   v1::DeregisterResponse response;
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  absl::Status status = FromGrpcStatus(stub_->Deregister(context.get(), request, &response));
+  absl::Status status =
+      FromGrpcStatus(stub_->Deregister(ContextWithDeadline(absl::Seconds(2)).get(), request, &response));
   if (status.ok()) {
     spdlog::info("deregistered from coordinator");
   } else {

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/transfer/file_chunks.h"
 #include "common/transfer/sha256.h"
+#include "proto/channel.h"
 #include "proto/grpc_status.h"
 
 namespace cohort::agent {
@@ -21,13 +22,6 @@ bool Transient(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          absl::IsAborted(status) || absl::IsResourceExhausted(status) ||
          absl::IsInternal(status) || absl::IsUnknown(status);
-}
-
-std::unique_ptr<grpc::ClientContext> StreamContext(const TransferOptions& options) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        absl::ToChronoMilliseconds(options.stream_timeout));
-  return context;
 }
 
 absl::Status Prefix(const absl::Status& status, absl::string_view what) {
@@ -42,7 +36,7 @@ absl::Status ReceiveChunks(ReceivedFile& file, int64_t* total, const std::string
                            const TransferOptions& options, CallCanceller* canceller, Open open) {
   absl::Duration backoff = absl::Milliseconds(100);
   for (int attempt = 1;; ++attempt) {
-    auto context = StreamContext(options);
+    auto context = ContextWithDeadline(options.stream_timeout);
     CallCanceller::Scope scope(canceller, context.get());
     auto reader = open(file.size(), context.get());
     v1::DataChunk chunk;
@@ -150,7 +144,7 @@ absl::Status UploadArtifact(v1::WorkerService::StubInterface* stub, const v1::Ra
   if (ec) return absl::NotFoundError(absl::StrCat(what, ": ", path, ": ", ec.message()));
   absl::Duration backoff = absl::Milliseconds(100);
   for (int attempt = 1;; ++attempt) {
-    auto context = StreamContext(options);
+    auto context = ContextWithDeadline(options.stream_timeout);
     v1::ArtifactInfo info;
     auto writer = stub->UploadArtifact(context.get(), &info);
     v1::ArtifactChunk chunk;

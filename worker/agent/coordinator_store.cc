@@ -23,12 +23,6 @@ absl::Status BadUrl(absl::string_view url, absl::string_view why) {
                                                  "; expected coordinator://HOST:PORT/JOB_ID/ATTEMPT"));
 }
 
-std::unique_ptr<grpc::ClientContext> ContextWithDeadline(absl::Duration timeout) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout));
-  return context;
-}
-
 // Calls `attempt` until it returns something other than UNAVAILABLE or `deadline`
 // passes (then the last UNAVAILABLE is returned).
 template <typename Attempt>

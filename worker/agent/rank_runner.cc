@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/zip/atomic_file.h"
+#include "proto/channel.h"
 #include "proto/grpc_status.h"
 #include "worker/agent/event_translation.h"
 #include "worker/agent/tensorboard_upload.h"
@@ -285,11 +286,9 @@ void RankRunner::ReportExit(int code, int signal, const std::string& message) {
   absl::Time give_up = absl::InfiniteFuture();
   bool warned = false;
   while (true) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoMilliseconds(context_.rpc_timeout));
     v1::ReportExitResponse response;
-    absl::Status status = FromGrpcStatus(context_.worker->ReportExit(&context, request, &response));
+    absl::Status status = FromGrpcStatus(context_.worker->ReportExit(
+        ContextWithDeadline(context_.rpc_timeout).get(), request, &response));
     if (status.ok()) {
       if (warned) spdlog::info("{}: exit reported", Describe(rank()));
       return;
