@@ -7,10 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/npy/npy_writer.h"
 #include "proto/channel.h"
 #include "tests/support/ports.h"
 
@@ -50,6 +52,34 @@ std::unique_ptr<v1::JobService::Stub> BenchCluster::Jobs() const {
 std::unique_ptr<v1::WorkerService::Stub> BenchCluster::Workers() const {
   absl::StatusOr<HostPort> hp = ParseHostPort(address_);
   return v1::WorkerService::NewStub(CreateCoordinatorChannel(*hp));
+}
+
+Data WriteData(const std::string& dir, int64_t rows) {
+  constexpr int64_t kFeatures = 784;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> pixel(0, 1);
+  std::vector<float> x(rows * kFeatures);
+  for (float& v : x) v = pixel(rng);
+  std::vector<int64_t> y(rows);
+  for (int64_t i = 0; i < rows; ++i) y[i] = i % 10;
+  Data data{dir + "/x.npy", dir + "/y.npy"};
+  if (!npy::WriteNpy(data.x, npy::DType::kFloat32, {rows, kFeatures}, x.data()).ok() ||
+      !npy::WriteNpy(data.y, npy::DType::kInt64, {rows}, y.data()).ok()) {
+    Die("cannot write the benchmark data in " + dir);
+  }
+  return data;
+}
+
+v1::JobSpec Spec(const Data& data, int workers, int epochs) {
+  v1::JobSpec spec;
+  spec.set_name("bench");
+  spec.set_keras_path(std::string(COHORT_SOURCE_DIR) + "/examples/mnist_mlp.keras");
+  spec.mutable_data()->mutable_x()->set_path(data.x);
+  spec.mutable_data()->mutable_y()->set_path(data.y);
+  spec.mutable_fit()->set_epochs(epochs);
+  spec.mutable_fit()->set_batch_size(128);
+  spec.mutable_resources()->set_workers(workers);
+  return spec;
 }
 
 double CpuSeconds(pid_t pid) {

@@ -1,7 +1,8 @@
 #pragma once
 
-// The pieces job_server_bench drives: a real coordinator process (and agents) on a free
-// loopback port, stubs to it, the CPU time a process has used, and percentiles.
+// The pieces the benchmarks drive: a real coordinator process (and agents) on a free
+// loopback port, stubs to it, benchmark data and job specs, the CPU time a process has
+// used, and percentiles.
 
 #include <sys/types.h>
 
@@ -40,6 +41,16 @@ class BenchCluster {
 
 // User + system CPU seconds `pid` has used so far (/proc/PID/stat).
 double CpuSeconds(pid_t pid);
+
+// Random MNIST-shaped data in DIR/x.npy, DIR/y.npy: `rows` x 784 float32 in [0, 1),
+// labels 0..9 (int64), for examples/mnist_mlp.keras.
+struct Data {
+  std::string x, y;
+};
+Data WriteData(const std::string& dir, int64_t rows);
+
+// A job of examples/mnist_mlp.keras on `data`: batch 128, `workers` CPU ranks.
+v1::JobSpec Spec(const Data& data, int workers, int epochs);
 
 // The q-quantile (0..1) of `samples` (sorted here), in milliseconds.
 double QuantileMs(std::vector<absl::Duration> samples, double q);

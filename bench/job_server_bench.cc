@@ -18,7 +18,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,46 +29,10 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "bench/bench_cluster.h"
-#include "common/npy/npy_writer.h"
 #include "tests/support/ports.h"
 
 namespace cohort::bench {
 namespace {
-
-constexpr int kFeatures = 784;
-const std::string kModel = std::string(COHORT_SOURCE_DIR) + "/examples/mnist_mlp.keras";
-
-struct Data {
-  std::string x, y;
-};
-
-// Random MNIST-shaped data: `rows` x 784 float32 in [0, 1), labels 0..9.
-Data WriteData(const std::string& dir, int64_t rows) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> pixel(0, 1);
-  std::vector<float> x(rows * kFeatures);
-  for (float& v : x) v = pixel(rng);
-  std::vector<int64_t> y(rows);
-  for (int64_t i = 0; i < rows; ++i) y[i] = i % 10;
-  Data data{dir + "/x.npy", dir + "/y.npy"};
-  if (!npy::WriteNpy(data.x, npy::DType::kFloat32, {rows, kFeatures}, x.data()).ok() ||
-      !npy::WriteNpy(data.y, npy::DType::kInt64, {rows}, y.data()).ok()) {
-    Die("cannot write the benchmark data in " + dir);
-  }
-  return data;
-}
-
-v1::JobSpec Spec(const Data& data, int workers, int epochs) {
-  v1::JobSpec spec;
-  spec.set_name("bench");
-  spec.set_keras_path(kModel);
-  spec.mutable_data()->mutable_x()->set_path(data.x);
-  spec.mutable_data()->mutable_y()->set_path(data.y);
-  spec.mutable_fit()->set_epochs(epochs);
-  spec.mutable_fit()->set_batch_size(128);
-  spec.mutable_resources()->set_workers(workers);
-  return spec;
-}
 
 // One SubmitJob; its latency, or exits on an error.
 absl::Duration Submit(v1::JobService::Stub& stub, const v1::JobSpec& spec, std::string* id = nullptr) {
