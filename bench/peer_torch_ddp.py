@@ -9,12 +9,13 @@ on its share of the global --batch. Prints ONE JSON line:
 
   {"peer": "torch_ddp", "model": "mlp", "batch": 128, "ranks": 2, "threads": 1,
    "steps": 300, "seconds": 10.2, "samples_per_second": 3760.0, "user_s": 11.0,
-   "sys_s": 9.1, "minor_faults": 123456, "final_loss": 2.30, "torch": "1.13.0a0",
-   "allocator": "glibc"}
+   "sys_s": 9.1, "minor_faults": 123456, "max_rss_kb": 300000, "final_loss": 2.30,
+   "torch": "1.13.0a0", "allocator": "glibc"}
 
 samples_per_second is global: batch * steps / the slowest rank's window. user_s, sys_s
 and minor_faults are summed over the ranks' windows (resource.getrusage in each rank,
-warm-up excluded; the window starts and ends at a barrier). The ranks inherit the
+warm-up excluded; the window starts and ends at a barrier); max_rss_kb is the largest
+rank's peak resident memory. The ranks inherit the
 environment, so LD_PRELOAD or MALLOC_*_ set by the caller apply to every rank.
 """
 import argparse
@@ -105,6 +106,7 @@ def Launch(args, argv):
         "user_s": sum(r["user_s"] for r in results),
         "sys_s": sum(r["sys_s"] for r in results),
         "minor_faults": sum(r["minor_faults"] for r in results),
+        "max_rss_kb": max(r["max_rss_kb"] for r in results),
         "final_loss": results[0]["final_loss"], "torch": torch.__version__,
         "allocator": Allocator(),
     }), flush=True)

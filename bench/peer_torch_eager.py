@@ -1,19 +1,19 @@
 #!/usr/bin/python3
 """PyTorch eager training throughput: the one-process peer of Cohort's CPU trainer.
 
-Trains the models of examples/mnist_mlp.keras and examples/mnist_cnn.keras, built in
-plain PyTorch with the same shapes, on synthetic data of MNIST's shape that is in
+Trains the models of examples/mnist_mlp.keras, mnist_cnn.keras and mnist_residual.keras,
+built in plain PyTorch with the same shapes, on synthetic data of MNIST's shape that is in
 memory before timing starts, with Adam (lr 1e-3) and softmax cross-entropy, and prints
 ONE JSON line:
 
   {"peer": "torch_eager", "model": "mlp", "batch": 128, "threads": 2, "steps": 900,
    "seconds": 10.1, "samples_per_second": 11400.0, "user_s": 9.9, "sys_s": 10.2,
-   "minor_faults": 1234567, "final_loss": 2.30, "torch": "1.13.0a0",
-   "allocator": "glibc"}
+   "minor_faults": 1234567, "max_rss_kb": 312000, "final_loss": 2.30,
+   "torch": "1.13.0a0", "allocator": "glibc"}
 
 Only the measured window counts: warm-up steps are excluded, and user_s, sys_s and
 minor_faults are resource.getrusage(RUSAGE_SELF) differences over that window (every
-thread of the process). `allocator` reports what the environment selected (LD_PRELOAD
+thread of the process); max_rss_kb is the process's peak resident memory. `allocator` reports what the environment selected (LD_PRELOAD
 of jemalloc, MALLOC_*_ tunables raised, or plain glibc); this script changes nothing.
 
 Run it with Debian's /usr/bin/python3 (python3-torch 1.13, the LibTorch Cohort links).
@@ -36,8 +36,24 @@ CLASSES = 10
 POOL_BATCHES = 8  # distinct synthetic batches, cycled
 
 
+class ResidualBlock(nn.Module):
+    """relu(x + Dense(Dense(x, relu))): one block of examples' mnist_residual."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.inner = nn.Linear(width, width)
+        self.outer = nn.Linear(width, width)
+
+    def forward(self, x):
+        return F.relu(x + self.outer(F.relu(self.inner(x))))
+
+
+MODELS = ("mlp", "cnn", "residual")
+
+
 def BuildModel(name):
-    """The mnist_mlp / mnist_cnn architectures of examples/make_models.py."""
+    """The mnist_mlp / mnist_cnn / mnist_residual architectures of
+    examples/make_models.py."""
     if name == "mlp":
         return nn.Sequential(
             nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
@@ -47,12 +63,16 @@ def BuildModel(name):
             nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
             nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(5 * 5 * 64, CLASSES))
+    if name == "residual":
+        return nn.Sequential(
+            nn.Linear(784, 256), nn.ReLU(), ResidualBlock(256), ResidualBlock(256),
+            nn.Linear(256, CLASSES))
     raise ValueError(f"unknown model {name!r}")
 
 
 def SyntheticBatches(model_name, batch, seed):
     generator = torch.Generator().manual_seed(seed)
-    shape = (batch, 784) if model_name == "mlp" else (batch, *IMAGE_SHAPE)
+    shape = (batch, *IMAGE_SHAPE) if model_name == "cnn" else (batch, 784)
     return [(torch.rand(shape, generator=generator),
              torch.randint(0, CLASSES, (batch,), generator=generator))
             for _ in range(POOL_BATCHES)]
@@ -97,6 +117,7 @@ class Window:
             "user_s": usage.ru_utime - self._usage.ru_utime,
             "sys_s": usage.ru_stime - self._usage.ru_stime,
             "minor_faults": usage.ru_minflt - self._usage.ru_minflt,
+            "max_rss_kb": usage.ru_maxrss,
         }
 
 
@@ -105,7 +126,7 @@ def StepsFor(seconds, warmup_seconds, warmup_steps):
 
 
 def AddCommonArguments(parser):
-    parser.add_argument("--model", choices=("mlp", "cnn"), required=True)
+    parser.add_argument("--model", choices=MODELS, required=True)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=20, help="untimed steps first")
     length = parser.add_mutually_exclusive_group(required=True)

@@ -8,13 +8,17 @@
   mnist_mlp.keras   (784,) -> Dense 256 relu, Dense 128 relu, Dense 10 softmax
   mnist_cnn.keras   (28, 28, 1) -> Conv2D 32 3x3 relu, MaxPooling2D 2x2,
                     Conv2D 64 3x3 relu, MaxPooling2D 2x2, Flatten, Dense 10 softmax
+  mnist_residual.keras  Functional, (784,) -> Dense 256 relu, then twice a residual
+                    block (Dense 256 relu, Dense 256, Add with the block's input, ReLU),
+                    Dense 10 softmax (bench/'s residual model)
 
-All are Sequential, compiled with Adam (Keras defaults: lr 1e-3, epsilon 1e-7),
+All but mnist_residual are Sequential; all are compiled with Adam (Keras defaults: lr 1e-3, epsilon 1e-7),
 sparse_categorical_crossentropy and accuracy, and hold their (untrained) initial
 weights. The seed is fixed, so the weights are the same on every run; only
 metadata.json's date_saved, the zip timestamps and config.json's shared_object_id
 (Python's id() of the shared DTypePolicy) differ between runs.
-The bench/ peers in PyTorch use the same shapes as mnist_mlp and mnist_cnn.
+The bench/ peers in PyTorch use the same shapes as mnist_mlp, mnist_cnn and
+mnist_residual.
 
 Usage: KERAS_BACKEND=jax .venv/bin/python examples/make_models.py [OUT_DIR]
        (OUT_DIR defaults to this script's folder)
@@ -62,7 +66,19 @@ def MnistCnn():
     ], name="mnist_cnn")
 
 
-MODELS = {"digits_cnn": DigitsCnn, "mnist_mlp": MnistMlp, "mnist_cnn": MnistCnn}
+def MnistResidual():
+    inputs = keras.Input(shape=(784,))
+    x = layers.Dense(256, activation="relu")(inputs)
+    for _ in range(2):
+        y = layers.Dense(256, activation="relu")(x)
+        y = layers.Dense(256)(y)
+        x = layers.ReLU()(layers.Add()([x, y]))
+    outputs = layers.Dense(10, activation="softmax")(x)
+    return keras.Model(inputs, outputs, name="mnist_residual")
+
+
+MODELS = {"digits_cnn": DigitsCnn, "mnist_mlp": MnistMlp, "mnist_cnn": MnistCnn,
+          "mnist_residual": MnistResidual}
 
 
 def main(argv):

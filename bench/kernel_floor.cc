@@ -1,0 +1,163 @@
+// kernel_floor: the speed limit of training one of bench/'s models on this machine's
+// CPU threads: only the model's forward and backward matrix products and convolutions,
+// called back to back in a tight loop on preallocated outputs (at::mm_out,
+// at::convolution_out, at::convolution_backward_out), with LibTorch's intra-op thread
+// pool of --threads threads. No activations, pooling, loss, optimizer, autograd or
+// allocation: whatever a framework does on top of this is its overhead.
+//
+//   kernel_floor --model mlp|cnn|residual --batch 128 --threads 2 --seconds 5
+//
+// prints ONE JSON line:
+//   {"peer": "kernel_floor", "model": "mlp", "batch": 128, "threads": 2, "steps": 4321,
+//    "seconds": 5.0, "samples_per_second": 110000.0, "user_s": 9.9, "sys_s": 0.01,
+//    "max_rss_kb": 123456}
+// The shapes are those of examples/mnist_{mlp,cnn,residual}.keras (Dense weights are
+// (in, out) as Keras stores them; convolution activations are channels-last in memory,
+// as Cohort's trainer keeps them). A benchmark, not a part of Cohort: it includes
+// LibTorch headers and links only LibTorch.
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Kernel = std::function<void()>;
+
+// Forward and backward products of a Dense layer x(b, in) @ W(in, out).
+// `input_grad`: whether backward computes dx (not for the first layer: the data has no
+// gradient).
+void AddDense(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64_t batch,
+              int64_t in, int64_t out, bool input_grad) {
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  at::Tensor x = at::rand({batch, in}, opts), w = at::rand({in, out}, opts);
+  at::Tensor y = at::empty({batch, out}, opts), dy = at::rand({batch, out}, opts);
+  at::Tensor dw = at::empty({in, out}, opts), dx = at::empty({batch, in}, opts);
+  forward.push_back([=]() mutable { at::mm_out(y, x, w); });
+  backward.insert(backward.begin(), [=]() mutable {
+    at::mm_out(dw, x.t(), dy);
+    if (input_grad) at::mm_out(dx, dy, w.t());
+  });
+}
+
+// A 'valid' 3x3 stride-1 Conv2D of `cin` -> `cout` channels on `size` x `size` inputs.
+void AddConv(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64_t batch,
+             int64_t cin, int64_t cout, int64_t size, bool input_grad) {
+  auto opts = at::TensorOptions().dtype(at::kFloat);
+  auto cl = at::MemoryFormat::ChannelsLast;
+  int64_t osize = size - 2;
+  at::Tensor x = at::rand({batch, cin, size, size}, opts).contiguous(cl);
+  at::Tensor w = at::rand({cout, cin, 3, 3}, opts).contiguous(cl);
+  at::Tensor b = at::rand({cout}, opts);
+  at::Tensor y = at::empty({batch, cout, osize, osize}, opts).contiguous(cl);
+  at::Tensor dy = at::rand({batch, cout, osize, osize}, opts).contiguous(cl);
+  at::Tensor dx = at::empty_like(x), dw = at::empty_like(w), db = at::empty_like(b);
+  forward.push_back([=]() mutable {
+    at::convolution_out(y, x, w, b, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1);
+  });
+  backward.insert(backward.begin(), [=]() mutable {
+    if (input_grad) {
+      at::convolution_backward_out(dx, dw, db, dy, x, w, at::IntArrayRef{cout}, {1, 1}, {0, 0},
+                                   {1, 1}, false, {0, 0}, 1, {true, true, true});
+    } else {
+      // The _out form cannot leave an output undefined: the first layer (no input
+      // gradient) allocates its small weight and bias gradients.
+      at::convolution_backward(dy, x, w, at::IntArrayRef{cout}, {1, 1}, {0, 0}, {1, 1}, false,
+                               {0, 0}, 1, {false, true, true});
+    }
+  });
+}
+
+bool Build(const std::string& model, int64_t batch, std::vector<Kernel>& kernels) {
+  std::vector<Kernel> forward, backward;
+  if (model == "mlp") {
+    AddDense(forward, backward, batch, 784, 256, false);
+    AddDense(forward, backward, batch, 256, 128, true);
+    AddDense(forward, backward, batch, 128, 10, true);
+  } else if (model == "residual") {
+    AddDense(forward, backward, batch, 784, 256, false);
+    for (int block = 0; block < 2; ++block) {
+      AddDense(forward, backward, batch, 256, 256, true);
+      AddDense(forward, backward, batch, 256, 256, true);
+    }
+    AddDense(forward, backward, batch, 256, 10, true);
+  } else if (model == "cnn") {
+    AddConv(forward, backward, batch, 1, 32, 28, false);   // -> 26, pooled to 13
+    AddConv(forward, backward, batch, 32, 64, 13, true);   // -> 11, pooled to 5
+    AddDense(forward, backward, batch, 5 * 5 * 64, 10, true);
+  } else {
+    return false;
+  }
+  kernels = forward;
+  kernels.insert(kernels.end(), backward.begin(), backward.end());
+  return true;
+}
+
+double CpuSeconds(const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model;
+  int64_t batch = 128;
+  int threads = 1;
+  double seconds = 5;
+  int warmup = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--model") model = value;
+    else if (flag == "--batch") batch = std::atoll(value.c_str());
+    else if (flag == "--threads") threads = std::atoi(value.c_str());
+    else if (flag == "--seconds") seconds = std::atof(value.c_str());
+    else if (flag == "--warmup") warmup = std::atoi(value.c_str());
+    else {
+      std::fprintf(stderr, "kernel_floor: unknown flag %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  if (argc % 2 == 0 || batch <= 0 || threads <= 0 || seconds <= 0) {
+    std::fprintf(stderr, "usage: kernel_floor --model mlp|cnn|residual [--batch N] "
+                         "[--threads N] [--seconds S] [--warmup STEPS]\n");
+    return 2;
+  }
+  at::set_num_threads(threads);
+  std::vector<Kernel> kernels;
+  if (!Build(model, batch, kernels)) {
+    std::fprintf(stderr, "kernel_floor: --model %s: known models are mlp, cnn, residual\n",
+                 model.c_str());
+    return 2;
+  }
+  auto step = [&] {
+    for (Kernel& k : kernels) k();
+  };
+  Clock::time_point start = Clock::now();
+  for (int i = 0; i < warmup; ++i) step();
+  double warmup_s = std::chrono::duration<double>(Clock::now() - start).count();
+  int64_t steps = std::max<int64_t>(10, static_cast<int64_t>(seconds * warmup / std::max(warmup_s, 1e-9)));
+
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  start = Clock::now();
+  for (int64_t i = 0; i < steps; ++i) step();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  getrusage(RUSAGE_SELF, &after);
+  std::printf(
+      "{\"peer\": \"kernel_floor\", \"model\": \"%s\", \"batch\": %lld, \"threads\": %d, "
+      "\"steps\": %lld, \"seconds\": %.4f, \"samples_per_second\": %.1f, \"user_s\": %.3f, "
+      "\"sys_s\": %.3f, \"max_rss_kb\": %ld}\n",
+      model.c_str(), static_cast<long long>(batch), threads, static_cast<long long>(steps),
+      elapsed, static_cast<double>(steps * batch) / elapsed,
+      CpuSeconds(after.ru_utime) - CpuSeconds(before.ru_utime),
+      CpuSeconds(after.ru_stime) - CpuSeconds(before.ru_stime), after.ru_maxrss);
+  return 0;
+}
