@@ -74,7 +74,7 @@ absl::Status Coordinator::Start() {
       out.push_back(std::move(c));
     }
     return out;
-  });
+  }, options_.limits);
   job_service_ = std::make_unique<JobServiceImpl>(
       jobs_.get(), artifacts_.get(), validator_.get(), manager_.get(),
       JobServiceOptions{.max_queued_jobs = options_.max_queued_jobs});

@@ -46,6 +46,7 @@ struct CoordinatorOptions {
   absl::Duration shutdown_grace = absl::Seconds(10);
   ArtifactStoreOptions artifacts;      // --max-upload-bytes, --max-model-bytes
   int64_t max_queued_jobs = 10000;     // --max-queued-jobs
+  JobLimits limits;                    // --max-model-layers, --allowed-data-root, ...
   absl::Duration start_timeout = absl::Seconds(120);  // --start-timeout
   std::optional<HostPort> metrics_listen;  // --metrics-listen: GET /metrics (server_metrics.h)
   // How long a failing attempt waits for its ranks' exits; zero: lease_ttl + 5s.

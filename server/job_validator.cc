@@ -87,8 +87,8 @@ bool HasEmbeddingInput(const keras::ModelIr& ir) {
 // x and y (or the validation pair) against the model and the loss.
 absl::Status CheckPair(const keras::ModelIr& ir, const keras::LossConfig& loss,
                        const npy::NpyArray& x, const npy::NpyArray& y, const std::string& xf,
-                       const std::string& yf) {
-  absl::Status s = keras::CheckData(ir, SpecOf(x), SpecOf(y), loss.kind);
+                       const std::string& yf, const JobLimits& limits) {
+  absl::Status s = keras::CheckData(ir, SpecOf(x), SpecOf(y), loss.kind, limits.model);
   if (!s.ok()) {
     std::string field = xf;
     if (absl::StartsWith(s.message(), keras::LossKindName(loss.kind)) ||
@@ -117,18 +117,30 @@ absl::Status CheckPair(const keras::ModelIr& ir, const keras::LossConfig& loss,
 }
 
 absl::Status CheckData(const keras::ModelIr& ir, const keras::LossConfig& loss,
-                       const job::DataSpec& data) {
+                       const job::JobSpec& job, const JobLimits& limits) {
+  const job::DataSpec& data = job.data;
   absl::StatusOr<std::unique_ptr<npy::NpyArray>> x = Open(data.x, "data.x");
   if (!x.ok()) return x.status();
   absl::StatusOr<std::unique_ptr<npy::NpyArray>> y = Open(data.y, "data.y");
   if (!y.ok()) return y.status();
-  if (absl::Status s = CheckPair(ir, loss, **x, **y, "data.x", "data.y"); !s.ok()) return s;
+  if (absl::Status s = CheckPair(ir, loss, **x, **y, "data.x", "data.y", limits); !s.ok()) {
+    return s;
+  }
+  const keras::Shape x_rows((*x)->shape().begin() + 1, (*x)->shape().end());
+  const int64_t rank_batch = job.fit.batch_size / std::max(1, job.resources.workers);
+  if (absl::Status s = keras::CheckStepActivations(ir, x_rows, rank_batch,
+                                                   limits.max_step_activation_elements,
+                                                   limits.model);
+      !s.ok()) {
+    return Field("fit.batch_size", s, s.code());
+  }
   if (data.validation_x && data.validation_y) {
     absl::StatusOr<std::unique_ptr<npy::NpyArray>> vx = Open(*data.validation_x, "data.validation_x");
     if (!vx.ok()) return vx.status();
     absl::StatusOr<std::unique_ptr<npy::NpyArray>> vy = Open(*data.validation_y, "data.validation_y");
     if (!vy.ok()) return vy.status();
-    if (absl::Status s = CheckPair(ir, loss, **vx, **vy, "data.validation_x", "data.validation_y");
+    if (absl::Status s = CheckPair(ir, loss, **vx, **vy, "data.validation_x", "data.validation_y",
+                                   limits);
         !s.ok()) {
       return s;
     }
@@ -198,6 +210,27 @@ job::OptimizerOverrides Resolved(const keras::OptimizerConfig& o) {
       break;
   }
   return to;
+}
+
+// Every path the request names (not the artifact store's own): absolute and inside
+// the allowed roots.
+absl::Status CheckPaths(const v1::JobSpec& spec, const PathRoots& roots) {
+  if (spec.model_case() == v1::JobSpec::kKerasPath) {
+    if (absl::Status s = roots.Check(spec.keras_path(), "model"); !s.ok()) return s;
+  }
+  if (spec.model_case() == v1::JobSpec::kConfigJsonPath) {
+    if (absl::Status s = roots.Check(spec.config_json_path(), "model"); !s.ok()) return s;
+  }
+  const v1::DataSpec& d = spec.data();
+  std::vector<std::pair<const v1::ArrayRef*, const char*>> arrays = {{&d.x(), "data.x"},
+                                                                     {&d.y(), "data.y"}};
+  if (d.has_validation_x()) arrays.push_back({&d.validation_x(), "data.validation_x"});
+  if (d.has_validation_y()) arrays.push_back({&d.validation_y(), "data.validation_y"});
+  for (const auto& [array, field] : arrays) {
+    if (array->source_case() != v1::ArrayRef::kPath) continue;
+    if (absl::Status s = roots.Check(array->path(), field); !s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 // Puts the request's artifact references back where the typed spec has paths.
@@ -292,14 +325,15 @@ absl::StatusOr<ValidatedJob> JobValidator::Validate(const v1::JobSpec& spec) con
                         typed.status().message());
   }
   out.stored.set_name(typed->name);
+  if (absl::Status s = CheckPaths(spec, limits_.data_roots); !s.ok()) return s;
 
   absl::StatusOr<std::string> json = ModelConfigJson(spec, *typed);
   if (!json.ok()) return json.status();
-  absl::StatusOr<keras::ModelIr> ir = keras::ParseModelConfig(*json);
+  absl::StatusOr<keras::ModelIr> ir = keras::ParseModelConfig(*json, limits_.model);
   if (!ir.ok()) return Field("model", ir.status());
   absl::StatusOr<keras::CompileConfig> compile = job::ResolveCompile(ir->compile, typed->compile);
   if (!compile.ok()) return compile.status();
-  if (absl::Status s = CheckData(*ir, *compile->loss, typed->data); !s.ok()) return s;
+  if (absl::Status s = CheckData(*ir, *compile->loss, *typed, limits_); !s.ok()) return s;
   if (absl::Status s = CheckResources(*typed); !s.ok()) return s;
 
   job::JobSpec resolved = *typed;

@@ -59,6 +59,8 @@ int main(int argc, char** argv) {
   std::string max_upload_bytes = "16G";
   std::string max_model_bytes = "2G";
   int64_t max_queued_jobs = 10000;
+  cohort::server::JobLimits limits;
+  std::vector<std::string> allowed_data_roots;
   std::string start_timeout = "120s";
   app.add_option("--listen", listen, "HOST:PORT to serve gRPC on (port 0: pick a free one)")
       ->capture_default_str();
@@ -74,6 +76,25 @@ int main(int argc, char** argv) {
   app.add_option("--max-model-bytes", max_model_bytes,
                  "largest model file (.keras/.json), uploaded or sent with a job")
       ->capture_default_str();
+  app.add_option("--max-model-layers", limits.model.max_layers, "most layers a model may list")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-model-parameters", limits.model.max_parameters,
+                 "most parameters (weights) a model may have")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-layer-output-elements", limits.model.max_activation_elements,
+                 "most elements one layer may output for one sample")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-step-activation-elements", limits.max_step_activation_elements,
+                 "most activation elements one training step may keep on one rank "
+                 "(all layers' outputs times the per-rank batch)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--allowed-data-root", allowed_data_roots,
+                 "a folder job specs may name model and data paths in (repeatable); none: any "
+                 "absolute path the server can read");
   app.add_option("--max-queued-jobs", max_queued_jobs,
                  "refuse submits while this many jobs are queued or running")
       ->capture_default_str()
@@ -113,6 +134,11 @@ int main(int argc, char** argv) {
   if (!model.ok()) return Fail(model.status());
   options.artifacts.max_model_bytes = *model;
   options.max_queued_jobs = max_queued_jobs;
+  absl::StatusOr<cohort::PathRoots> roots =
+      cohort::PathRoots::Create(allowed_data_roots, "--allowed-data-root");
+  if (!roots.ok()) return Fail(roots.status());
+  limits.data_roots = *std::move(roots);
+  options.limits = std::move(limits);
   absl::StatusOr<absl::Duration> start =
       cohort::ParsePositiveDuration(start_timeout, "--start-timeout");
   if (!start.ok()) return Fail(start.status());

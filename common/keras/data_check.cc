@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/keras/shape_math.h"
 #include "common/status_macros.h"
 
 namespace cohort::keras {
@@ -144,6 +145,32 @@ absl::Status CheckTokenRange(const ModelIr& model, int64_t min_token, int64_t ma
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckStepActivations(const ModelIr& model, const Shape& x_rows, int64_t rank_batch,
+                                  int64_t max_elements, const ModelLimits& limits) {
+  COHORT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, InferShapes(model, x_rows, limits));
+  std::optional<int64_t> total = 0;
+  size_t largest = 0;
+  int64_t largest_elements = -1;
+  for (size_t i = 1; i < shapes.size(); ++i) {
+    if (internal::HasUnknownDim(shapes[i])) continue;  // sizes the data does not fix
+    std::optional<int64_t> n = internal::NumElements(shapes[i]);
+    if (n && *n > largest_elements) {
+      largest = i;
+      largest_elements = *n;
+    }
+    if (n && total) n = internal::CheckedMul(*n, rank_batch);
+    total = n && total ? internal::CheckedAdd(*total, *n) : std::nullopt;
+  }
+  if (total && *total <= max_elements) return absl::OkStatus();
+  const Node& node = model.nodes[largest];
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "a step of ", rank_batch, " samples per rank keeps ",
+      total ? absl::StrCat(*total) : std::string("more than 2^63"),
+      " activation elements, more than the limit of ", max_elements, " (the largest, layer '",
+      node.name, "' (", LayerClassName(node.layer_class()), "), outputs ",
+      ShapeToString(shapes[largest]), " per sample)"));
 }
 
 }  // namespace cohort::keras

@@ -43,4 +43,13 @@ absl::Status CheckLabelRange(const ModelIr& model, int64_t min_label, int64_t ma
 // be token ids below its input_dim. OK when no Embedding reads the input.
 absl::Status CheckTokenRange(const ModelIr& model, int64_t min_token, int64_t max_token);
 
+// The activations one training step keeps for backward on one rank: the per-sample
+// outputs of every layer (shapes inferred with x's row shape `x_rows`), summed, times
+// `rank_batch` samples. RESOURCE_EXHAUSTED past `max_elements`, naming the largest
+// layer: "a step of 256 samples per rank keeps 4294967296 activation elements, more
+// than the limit of 1073741824 (the largest, layer 'c1' (Conv2D), outputs (512, 512, 64)
+// per sample)". So a job that could only end OOM-killed on a worker is refused before.
+absl::Status CheckStepActivations(const ModelIr& model, const Shape& x_rows, int64_t rank_batch,
+                                  int64_t max_elements, const ModelLimits& limits = {});
+
 }  // namespace cohort::keras

@@ -39,6 +39,10 @@ struct Fixture {
     cluster.push_back(c);
   }
   absl::Status Check(const v1::JobSpec& spec) { return validator->Validate(spec).status(); }
+  void SetLimits(JobLimits limits) {
+    validator = std::make_unique<JobValidator>(artifacts.get(), [this] { return cluster; },
+                                               std::move(limits));
+  }
 };
 
 std::string Refusal(const absl::Status& s) {
@@ -158,6 +162,113 @@ TEST_CASE("Resources must be able to fit the registered cluster, if any", "[serv
   spec.mutable_resources()->set_workers(1);
   spec.mutable_fit()->set_batch_size(8);
   CHECK(Refusal(f.Check(spec)).rfind("resources.workers: 1 ranks on cuda can never run", 0) == 0);
+}
+
+TEST_CASE("Models that ask for absurd tensors are refused at submit, naming the layer",
+          "[server][validator][limits]") {
+  Fixture f;
+  // A Dense kernel of 10^12 elements (4 TB of float32): refused before any data is read.
+  v1::JobSpec spec = ClassifierSpec(f.dir.path());
+  spec.set_config_json(ClassifierJson(1000000, 1000000));
+  CHECK(Refusal(f.Check(spec)) ==
+        "model: layer 'dense' (Dense) has more parameters than the limit of 2147483648 (its "
+        "kernel is (1000000, 1000000))");
+
+  JobLimits limits;
+  limits.model.max_parameters = 650;  // the classifier has 64 * 10 + 10 = 650
+  f.SetLimits(limits);
+  CHECK(f.Check(ClassifierSpec(f.dir.path())).ok());
+  limits.model.max_parameters = 649;
+  f.SetLimits(limits);
+  CHECK(Refusal(f.Check(ClassifierSpec(f.dir.path()))) ==
+        "model: layer 'dense' (Dense) has more parameters than the limit of 649 (its bias is "
+        "(10,))");
+
+  limits = {};
+  limits.model.max_layers = 1;  // InputLayer and Dense
+  f.SetLimits(limits);
+  CHECK_THAT(Refusal(f.Check(ClassifierSpec(f.dir.path()))),
+             Catch::Contains("has 2 layers, more than the limit of 1"));
+
+  limits = {};
+  limits.model.max_activation_elements = 9;  // the Dense outputs 10 per sample
+  f.SetLimits(limits);
+  spec = ClassifierSpec(f.dir.path());
+  spec.set_config_json(ClassifierJson(8, 10));
+  CHECK(Refusal(f.Check(spec)) ==
+        "model: layer 'dense' (Dense) outputs (10,) per sample, more than the limit of 9 elements");
+}
+
+TEST_CASE("A step whose activations cannot fit a rank is refused", "[server][validator][limits]") {
+  Fixture f;
+  JobLimits limits;
+  // 8 samples per rank, one Dense of 10 outputs: 80 elements.
+  limits.max_step_activation_elements = 80;
+  f.SetLimits(limits);
+  CHECK(f.Check(ClassifierSpec(f.dir.path())).ok());
+  limits.max_step_activation_elements = 79;
+  f.SetLimits(limits);
+  absl::Status s = f.Check(ClassifierSpec(f.dir.path()));
+  CHECK(s.code() == absl::StatusCode::kResourceExhausted);
+  CHECK(s.message() ==
+        "fit.batch_size: a step of 8 samples per rank keeps 80 activation elements, more than "
+        "the limit of 79 (the largest, layer 'dense' (Dense), outputs (10,) per sample)");
+  // The global batch is split over the ranks: 16 on one rank is too much, on two not.
+  limits.max_step_activation_elements = 80;
+  f.SetLimits(limits);
+  v1::JobSpec spec = ClassifierSpec(f.dir.path());
+  spec.mutable_fit()->set_batch_size(16);
+  CHECK(f.Check(spec).code() == absl::StatusCode::kResourceExhausted);
+  spec = ClassifierSpec(f.dir.path(), 2);
+  spec.mutable_fit()->set_batch_size(16);
+  CHECK(f.Check(spec).ok());
+}
+
+TEST_CASE("Paths must stay inside the allowed data roots", "[server][validator][paths]") {
+  Fixture f;
+  TempDir outside;
+  WriteData(outside.path(), 40, 64, 9);
+  std::filesystem::create_directories(f.dir.File("data"));
+  WriteData(f.dir.File("data"), 40, 64, 9);
+  std::filesystem::create_symlink(outside.File("x.npy"), f.dir.File("data/link.npy"));
+  JobLimits limits;
+  limits.data_roots = *PathRoots::Create({f.dir.File("data")}, "--allowed-data-root");
+  f.SetLimits(limits);
+  const std::string root = limits.data_roots.roots()[0];
+
+  CHECK(f.Check(ClassifierSpec(f.dir.File("data"))).ok());
+  v1::JobSpec spec = ClassifierSpec(f.dir.File("data"));
+  spec.mutable_data()->mutable_x()->set_path(outside.File("x.npy"));
+  CHECK(Refusal(f.Check(spec)) ==
+        "data.x: '" + outside.File("x.npy") + "' is outside the allowed data roots (" + root +
+            "; see --allowed-data-root)");
+  spec.mutable_data()->mutable_x()->set_path(f.dir.File("data") + "/../../" +
+                                             std::filesystem::path(outside.path()).filename().string() +
+                                             "/x.npy");
+  CHECK_THAT(Refusal(f.Check(spec)), Catch::StartsWith("data.x: '") &&
+                                         Catch::Contains("is outside the allowed data roots"));
+  spec.mutable_data()->mutable_x()->set_path(f.dir.File("data/link.npy"));
+  CHECK_THAT(Refusal(f.Check(spec)), Catch::Contains("data/link.npy' (it resolves to ") &&
+                                         Catch::Contains("is outside the allowed data roots"));
+  spec = ClassifierSpec(f.dir.File("data"));
+  spec.mutable_data()->mutable_y()->set_path("data/y.npy");
+  CHECK(Refusal(f.Check(spec)) == "data.y: 'data/y.npy' is not an absolute path");
+  spec = ClassifierSpec(f.dir.File("data"));
+  spec.set_config_json_path("/etc/passwd.json");
+  CHECK_THAT(Refusal(f.Check(spec)), Catch::StartsWith("model: cannot read /etc/passwd.json"));
+  spec.mutable_data()->mutable_validation_x()->set_path("/etc/x.npy");
+  spec.mutable_data()->mutable_validation_y()->set_path("/etc/y.npy");
+  spec.set_config_json(ClassifierJson());
+  CHECK_THAT(Refusal(f.Check(spec)), Catch::StartsWith("data.validation_x: cannot read /etc/x.npy"));
+  // Uploaded artifacts live in the coordinator's own store: always allowed.
+  spec = ClassifierSpec(f.dir.File("data"));
+  spec.set_model_artifact_id(*f.artifacts->PutUpload("json", ClassifierJson()));
+  CHECK(f.Check(spec).ok());
+  // Without roots any absolute path is allowed (the default).
+  f.SetLimits({});
+  spec = ClassifierSpec(f.dir.File("data"));
+  spec.mutable_data()->mutable_x()->set_path(outside.File("x.npy"));
+  CHECK(f.Check(spec).ok());
 }
 
 }  // namespace
