@@ -1,8 +1,9 @@
-"""The markdown report of bench/run.py: machine facts, result tables, ratios.
+"""The markdown report of bench/run: machine facts, result tables, targets, all-reduce.
 
-A result is a dict: system ("torch_eager", "torch_ddp", "cohort"), model, ranks,
-threads, allocator, label (peers), other_load, and either failure (a one-line reason)
-or samples_per_second, samples, user_s, sys_s (the measured window).
+A training result is a dict: system ("floor", "eager", "ddp", "keras_torch",
+"keras_jax", "cohort"), label, allocator, model, batch, ranks, threads, other_load,
+and either failure (a one-line reason) or samples_per_second, samples, user_s, sys_s
+(the measured window) and max_rss_kb (the largest process's peak resident memory).
 """
 import os
 import platform
@@ -11,69 +12,224 @@ import time
 
 from measure import CpuModel
 
+# issue 7's targets on the CPU
+MIN_FLOOR_SHARE = 0.85
+MIN_EAGER_RATIO = {"mlp": 1.3, "cnn": 1.2}
+MAX_SYS_SHARE = 0.10
+MIN_DDP_RATIO = 3.0
+MIN_SCALING = 0.85
+MIN_KERAS_RATIO = {"keras_torch": 4.0, "keras_jax": 1.5}
+MIN_TCP_SHARE = 0.90
+MIN_C10D_RATIO = 2.0
+MAX_SMALL_MEDIAN_US = 100.0
+
 
 def Fmt(value, digits=0):
     return "-" if value is None else f"{value:,.{digits}f}"
 
 
-def Row(result):
-    ranks = result.get("ranks", 1)
-    threads = result.get("threads")
-    layout = f"{ranks} x {threads}"
-    name = {"torch_eager": "PyTorch eager", "torch_ddp": "PyTorch DDP (Gloo)",
-            "cohort": "Cohort"}[result["system"]]
-    if "failure" in result:
-        return (f"| {result['model']} | {name} | {layout} | {result['allocator']} | "
-                f"failed: {result['failure']} | | | | | {result['other_load']:.0%} |")
-    user, system = result["user_s"], result["sys_s"]
-    per_sample = (user + system) / result["samples"] * 1e6
-    return (f"| {result['model']} | {name} | {layout} | {result['allocator']} | "
-            f"{Fmt(result['samples_per_second'])} | {Fmt(user, 2)} | {Fmt(system, 2)} | "
-            f"{system / user if user else 0:.2f} | {Fmt(per_sample, 1)} | "
-            f"{result['other_load']:.0%} |")
+def Setting(r):
+    return f"{r['ranks']} x {r['threads']}"
 
 
-TABLE_HEAD = (
-    "| model | system | ranks x threads | allocator | samples/s | user s | sys s | "
-    "sys/user | CPU µs/sample | other load |\n"
-    "|---|---|---|---|--:|--:|--:|--:|--:|--:|")
+def Speed(r):
+    return r.get("samples_per_second")
 
 
-def Ratios(models, peers, cohort):
-    """Cohort's samples/s over each peer's, per model: one column per Cohort rank count."""
-    done = [c for c in cohort if "failure" not in c]
-    rank_counts = sorted({c["ranks"] for c in done})
-    lines = []
-    for model in models:
-        ours = {c["ranks"]: c["samples_per_second"] for c in done if c["model"] == model}
-        theirs = [p for p in peers if p["model"] == model and "failure" not in p]
-        if not ours or not theirs:
-            continue
-        best = max(theirs, key=lambda p: p["samples_per_second"])
-        for peer in theirs:
-            cells = " | ".join(f"{ours[r] / peer['samples_per_second']:.2f}" if r in ours
-                               else "-" for r in rank_counts)
-            mark = " (best peer)" if peer is best else ""
-            lines.append(f"| {model} | {peer['label']}{mark} | "
-                         f"{Fmt(peer['samples_per_second'])} | {cells} |")
-    if not lines:
-        return None
-    heads = " | ".join(f"Cohort {r} rank{'s' if r > 1 else ''} ÷ peer" for r in rank_counts)
-    return (f"| model | peer | peer samples/s | {heads} |\n"
-            f"|---|---|--:|{'--:|' * len(rank_counts)}\n" + "\n".join(lines))
+TRAINING_HEAD = (
+    "| batch | ranks x threads | system | samples/s | % of floor | Cohort ÷ this | "
+    "user s | sys s | sys/user | peak RSS MiB | other load |\n"
+    "|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 
 
-def Report(args, machine, peers, cohort, cohort_note):
-    """The whole document. `args`: bench/run.py's arguments plus `command` (how to rerun
-    it), `models` (a list) and `cohort_epochs`."""
+def TrainingRow(r, floor, cohort):
+    head = f"| {r['batch']} | {Setting(r)} | {r['label']} | "
+    if "failure" in r:
+        return head + f"failed: {r['failure']} | | | | | | | {r['other_load']:.0%} |"
+    sps, user, system = Speed(r), r["user_s"], r["sys_s"]
+    share = f"{sps / floor:.0%}" if floor and r["system"] != "floor" else "-"
+    ratio = f"{cohort / sps:.2f}" if cohort and r["system"] != "cohort" else "-"
+    return head + (f"{Fmt(sps)} | {share} | {ratio} | {Fmt(user, 2)} | {Fmt(system, 2)} | "
+                   f"{system / user if user else 0:.2f} | {r['max_rss_kb'] / 1024:,.0f} | "
+                   f"{r['other_load']:.0%} |")
+
+
+def Find(results, **where):
+    found = [r for r in results if all(r.get(k) == v for k, v in where.items())
+             and "failure" not in r]
+    return found
+
+
+def Best(results, **where):
+    found = Find(results, **where)
+    return max(found, key=Speed) if found else None
+
+
+def TrainingTables(args, results):
+    parts = []
+    for model in args.models:
+        parts += [f"### {model}", "", TRAINING_HEAD]
+        for r in [r for r in results if r["model"] == model]:
+            same = dict(model=model, batch=r["batch"], ranks=r["ranks"], threads=r["threads"])
+            floor = Best(results, system="floor", **same)
+            cohort = Best(results, system="cohort", **same)
+            parts.append(TrainingRow(r, floor and Speed(floor), cohort and Speed(cohort)))
+        parts.append("")
+    return parts
+
+
+def Check(value, ok, text):
+    """A target cell: the measured value and whether it meets the target."""
+    if value is None:
+        return "-"
+    return f"{text} {'✓' if ok else '✗'}"
+
+
+def Targets(args, results):
+    """One row per target, one column per (model, batch); ✓ met, ✗ missed, - not run."""
+    columns = [(m, b) for m in args.models for b in args.batches]
+    many = args.ranks
+    rows = []
+
+    def Add(name, cell):
+        rows.append(f"| {name} | " + " | ".join(cell(m, b) for m, b in columns) + " |")
+
+    for threads in sorted({args.threads, 1}, reverse=True):
+        def FloorShare(m, b, threads=threads):
+            c = Best(results, system="cohort", model=m, batch=b, ranks=1, threads=threads)
+            f = Best(results, system="floor", model=m, batch=b, ranks=1, threads=threads)
+            if not c or not f:
+                return "-"
+            share = Speed(c) / Speed(f)
+            return Check(share, share >= MIN_FLOOR_SHARE, f"{share:.0%}")
+        Add(f"1 x {threads}: Cohort ≥ {MIN_FLOOR_SHARE:.0%} of the kernel floor", FloorShare)
+
+        def EagerRatio(m, b, threads=threads):
+            c = Best(results, system="cohort", model=m, batch=b, ranks=1, threads=threads)
+            e = Best(results, system="eager", model=m, batch=b, ranks=1, threads=threads)
+            if not c or not e:
+                return "-"
+            ratio = Speed(c) / Speed(e)
+            target = MIN_EAGER_RATIO.get(m)
+            return Check(ratio, target is None or ratio >= target, f"{ratio:.2f}x")
+        Add(f"1 x {threads}: Cohort ÷ the best PyTorch eager ≥ "
+            f"{MIN_EAGER_RATIO['mlp']} (mlp), {MIN_EAGER_RATIO['cnn']} (cnn)", EagerRatio)
+
+        for system, target in MIN_KERAS_RATIO.items():
+            def KerasRatio(m, b, threads=threads, system=system, target=target):
+                c = Best(results, system="cohort", model=m, batch=b, ranks=1, threads=threads)
+                k = Best(results, system=system, model=m, batch=b, ranks=1, threads=threads)
+                if not c or not k:
+                    return "-"
+                ratio = Speed(c) / Speed(k)
+                return Check(ratio, ratio >= target, f"{ratio:.2f}x")
+            Add(f"1 x {threads}: Cohort ÷ Keras {system[6:]} ≥ {target}", KerasRatio)
+
+    def SysShare(m, b):
+        cs = Find(results, system="cohort", model=m, batch=b)
+        if not cs:
+            return "-"
+        worst = max(c["sys_s"] / c["user_s"] if c["user_s"] else 0 for c in cs)
+        return Check(worst, worst < MAX_SYS_SHARE, f"{worst:.2f}")
+    Add(f"Cohort's sys/user, worst setting < {MAX_SYS_SHARE}", SysShare)
+
+    def DdpRatio(m, b):
+        c = Best(results, system="cohort", model=m, batch=b, ranks=many)
+        d = Best(results, system="ddp", model=m, batch=b, ranks=many)
+        if not c or not d:
+            return "-"
+        ratio = Speed(c) / Speed(d)
+        return Check(ratio, ratio >= MIN_DDP_RATIO, f"{ratio:.2f}x")
+    Add(f"{many} x 1: Cohort ÷ the best PyTorch DDP ≥ {MIN_DDP_RATIO}", DdpRatio)
+
+    def Scaling(m, b, system="cohort"):
+        c = Best(results, system=system, model=m, batch=b, ranks=many)
+        one = Best(results, system=system, model=m, batch=b, ranks=1, threads=1)
+        if not c or not one:
+            return "-"
+        share = Speed(c) / (many * Speed(one))
+        return Check(share, share >= MIN_SCALING, f"{share:.0%}")
+    Add(f"Cohort's scaling efficiency ({many} x 1 ÷ {many} × 1 x 1) ≥ {MIN_SCALING:.0%}",
+        Scaling)
+    rows.append("| (the kernel floor's, for reference) | " + " | ".join(
+        Scaling(m, b, "floor").replace(" ✓", "").replace(" ✗", "") for m, b in columns) + " |")
+
+    def Memory(m, b):
+        worst = None
+        for c in Find(results, system="cohort", model=m, batch=b, ranks=1):
+            e = Find(results, system="eager", model=m, batch=b, threads=c["threads"])
+            if e:
+                ratio = c["max_rss_kb"] / min(x["max_rss_kb"] for x in e)
+                worst = ratio if worst is None else max(worst, ratio)
+        return Check(worst, worst is not None and worst <= 1.0,
+                     f"{worst:.2f}" if worst is not None else "")
+    Add("1 rank: Cohort's peak RSS ÷ PyTorch eager's (the smallest of its runs) ≤ 1", Memory)
+
+    head = "| target | " + " | ".join(f"{m} {b}" for m, b in columns) + " |"
+    rule = "|---|" + "--:|" * len(columns)
+    return [head, rule] + rows
+
+
+def AllReduceTables(all_reduce):
+    if all_reduce is None:
+        return ["Not run (--no-all-reduce).", ""]
+    parts = []
+    tcp = all_reduce["tcp"]
+    load = all_reduce["other_load"]
+    parts.append(f"Loopback TCP, both directions at once, best of 8 rounds of 1, 4 and 16 MiB: "
+                 f"**{Fmt(tcp, 3) if tcp else '-'} GB/s** per direction (measured by "
+                 "cohort_collective_bench in the same run). Other load: Cohort's run "
+                 f"{load.get('cohort', 0):.0%}, c10d's {load.get('c10d', 0):.0%}.")
+    parts.append("")
+    for name in ("cohort", "c10d"):
+        if isinstance(all_reduce[name], str):
+            parts += [f"{name} failed: {all_reduce[name]}", ""]
+    ours = {r["bytes"]: r for r in all_reduce["cohort"] if isinstance(r, dict)} \
+        if isinstance(all_reduce["cohort"], list) else {}
+    theirs = {r["bytes"]: r for r in all_reduce["c10d"]} \
+        if isinstance(all_reduce["c10d"], list) else {}
+    parts += [
+        "| bytes | Cohort algorithm | Cohort median µs | Cohort busbw GB/s | c10d median µs | "
+        "c10d busbw GB/s | Cohort ÷ c10d (busbw) | Cohort ÷ loopback TCP |",
+        "|--:|---|--:|--:|--:|--:|--:|--:|"]
+    for size in sorted(set(ours) | set(theirs)):
+        o, t = ours.get(size), theirs.get(size)
+        ratio = f"{o['busbw_gbps'] / t['busbw_gbps']:.2f}" if o and t else "-"
+        share = f"{o['busbw_gbps'] / tcp:.0%}" if o and tcp else "-"
+        parts.append(
+            f"| {size:,} | {o['algorithm'] if o else '-'} | "
+            f"{Fmt(o and o['median_us'], 1)} | {Fmt(o and o['busbw_gbps'], 3)} | "
+            f"{Fmt(t and t['median_us'], 1)} | {Fmt(t and t['busbw_gbps'], 3)} | {ratio} | "
+            f"{share} |")
+    parts.append("")
+    big = [size for size in ours if size >= 1 << 20]
+    if big and tcp:
+        worst = min(ours[s]["busbw_gbps"] for s in big) / tcp
+        parts.append(f"- busbw ≥ {MIN_TCP_SHARE:.0%} of loopback TCP for ≥ 1 MiB: worst "
+                     f"{worst:.0%} {'✓' if worst >= MIN_TCP_SHARE else '✗'}")
+    both = [s for s in big if s in theirs]
+    if both:
+        worst = min(ours[s]["busbw_gbps"] / theirs[s]["busbw_gbps"] for s in both)
+        parts.append(f"- ≥ {MIN_C10D_RATIO}x c10d's busbw for ≥ 1 MiB: worst {worst:.2f}x "
+                     f"{'✓' if worst >= MIN_C10D_RATIO else '✗'}")
+    if 4096 in ours:
+        median = ours[4096]["median_us"]
+        parts.append(f"- 4 KiB all-reduce median ≤ {MAX_SMALL_MEDIAN_US:.0f} µs: "
+                     f"{median:.1f} µs {'✓' if median <= MAX_SMALL_MEDIAN_US else '✗'}")
+    parts.append("")
+    return parts
+
+
+def Report(args, machine, training, all_reduce, notes):
+    """The generated part of docs/benchmarks.md. `args`: bench/run's arguments plus
+    `command` (how to rerun it), `models`, `batches`, `keras_backends`."""
+    loads = [r["other_load"] for r in training]
     parts = [
-        "# Benchmarks",
-        "",
-        f"Generated by `bench/run.py` on {machine['date']}. Rerun from the repository root:",
+        f"Generated by `bench/run` on {machine['date']}:",
         "",
         f"    {args.command}",
         "",
-        "## Machine",
+        "### Machine",
         "",
         f"- {machine['nproc']} CPUs (nproc): {machine['cpu']}",
         f"- {machine['os']}, glibc {machine['glibc']}, Python {machine['python']}, "
@@ -81,47 +237,47 @@ def Report(args, machine, peers, cohort, cohort_note):
         f"- BLAS behind LibTorch's CPU matrix products (libblas.so.3): {machine['blas']}",
         f"- jemalloc: {machine['jemalloc']}",
         f"- load average when the run started: {machine['loadavg']}; the benchmark ran "
-        f"at nice {os.nice(0)}",
+        f"at nice {os.nice(0)}; other load during the training runs: "
+        f"{min(loads, default=0):.0%} to {max(loads, default=0):.0%} "
+        f"(median {sorted(loads)[len(loads) // 2] if loads else 0:.0%})",
         "",
-        "## Method",
+        "### Method",
         "",
-        f"- Models: mlp = Dense 784-256-128-10 relu (examples/mnist_mlp.keras); cnn = "
+        "- Models: mlp = Dense 784-256-128-10 relu (examples/mnist_mlp.keras); cnn = "
         "Conv2D 32 3x3, MaxPool 2, Conv2D 64 3x3, MaxPool 2, Flatten, Dense 10 "
-        "(examples/mnist_cnn.keras). Adam lr 1e-3, softmax cross-entropy, global batch "
-        f"{args.batch}, synthetic data of MNIST's shape already in memory (peers) or in "
-        ".npy files (Cohort).",
-        f"- Peers: PyTorch eager in one process with {args.eager_threads} threads; "
-        f"PyTorch DDP over Gloo with {args.ranks} processes of 1 thread on loopback, "
-        "each on its share of the batch. Each for about "
-        f"{args.seconds:g} s after 20 warm-up steps, under each allocator: glibc "
-        "(as installed), glibc-tuned (MALLOC_MMAP_THRESHOLD_=32 MiB, "
-        "MALLOC_TRIM_THRESHOLD_=1 GiB), jemalloc (LD_PRELOAD).",
-        f"- Cohort: `cohort-worker train` with 1 rank of {args.eager_threads} threads and "
-        f"{args.ranks} ranks of 1 thread, "
-        f"{args.cohort_epochs} epochs; the first is warm-up. samples/s is what the trainer "
-        "reports for the other epochs; CPU time is the ranks' from the end of the first "
-        "epoch to their exit (it includes writing the model).",
+        "(examples/mnist_cnn.keras); residual = Functional, Dense 256 then two residual "
+        "blocks (Dense 256 relu, Dense 256, Add, ReLU), Dense 10 "
+        "(examples/mnist_residual.keras). Adam lr 1e-3, softmax cross-entropy, global "
+        f"batches {', '.join(map(str, args.batches))}; synthetic data of MNIST's shape, in "
+        "memory (peers) or in .npy files (Cohort).",
+        f"- Settings: 1 rank x {args.threads} threads, 1 rank x 1 thread, "
+        f"{args.ranks} ranks x 1 thread. In each, the kernel floor runs first, then the "
+        "others in an order that rotates from setting to setting, each for about "
+        f"{args.seconds:g} s measured after a warm-up.",
+        "- Kernel floor: bench/kernel_floor.cc, the model's forward and backward matrix "
+        "products and convolutions alone, back to back on preallocated outputs, one "
+        "process per rank on its share of the batch.",
+        "- PyTorch eager / DDP (Gloo, loopback, 1 thread per rank) under each allocator: "
+        "glibc as installed, glibc-tuned (MALLOC_MMAP_THRESHOLD_=32 MiB, "
+        "MALLOC_TRIM_THRESHOLD_=1 GiB), jemalloc (LD_PRELOAD). Keras 3 model.fit on the "
+        "same .keras file, torch and JAX backends.",
+        "- Cohort: `cohort-worker train` on a job with as many epochs as the time needs; "
+        "the first is warm-up; samples/s is what the trainer reports for the others; CPU "
+        "time is the ranks' from the end of the first epoch to their exit (it includes "
+        "writing the model).",
         "- user s / sys s: CPU seconds of the measured window, summed over threads and "
-        "ranks. CPU µs/sample = (user + sys) / samples trained in the window. "
+        "ranks. peak RSS: the largest process's (per rank) ru_maxrss, shared libraries "
+        "included. % of floor: samples/s over the kernel floor's in the same setting. "
         "other load: the share of the machine that processes outside the benchmark used "
         "during the run; rows with more than a few percent are noisy.",
         "",
-        "## PyTorch peers",
-        "",
-        TABLE_HEAD,
-        *[Row(p) for p in peers],
-        "",
-        "## Cohort",
-        "",
     ]
-    if cohort:
-        parts += [TABLE_HEAD, *[Row(c) for c in cohort], ""]
-    if cohort_note:
-        parts += [cohort_note, ""]
-    ratios = Ratios(args.models, peers, cohort)
-    if ratios:
-        parts += ["## Cohort vs peers (samples/s ratio; above 1: Cohort is faster)", "",
-                  ratios, ""]
+    for note in notes:
+        parts += [f"- {note}", ""]
+    parts += ["### Targets (issue 7; ✓ met, ✗ missed)", ""] + Targets(args, training) + [""]
+    parts += ["### Training throughput", ""] + TrainingTables(args, training)
+    parts += ["### All-reduce between 2 processes on loopback", ""] + \
+        AllReduceTables(all_reduce)
     return "\n".join(parts)
 
 
@@ -163,7 +319,7 @@ def Blas():
                 return f"OpenBLAS ({real})"
             if "/blas/libblas.so" in real:
                 return (f"the netlib reference BLAS ({real}): unoptimized and single-threaded, "
-                        "so the mlp's Dense layers are BLAS-bound; libopenblas0 makes them "
-                        "several times faster")
+                        "so Dense layers are BLAS-bound; scripts/setup installs "
+                        "libopenblas0-pthread, which replaces it")
             return real
     return "not found"

@@ -1,27 +1,32 @@
 #!/usr/bin/python3
-"""Cohort's CPU training benchmark against its PyTorch peers, in one run.
+"""The engine of bench/run: Cohort's CPU training and all-reduce against every peer.
 
-  /usr/bin/python3 bench/run.py --cohort-worker build/worker/cohort-worker \
-      --out docs/benchmarks.md
+  bench/run [--build-dir build] [--out docs/benchmarks.md] [--seconds 5] ...
 
-For each model (mlp: 784-256-128-10; cnn: examples/mnist_cnn.keras), batch 128, Adam:
-  - PyTorch eager, one process on every core        (bench/peer_torch_eager.py)
-  - PyTorch DDP over Gloo, --ranks processes, 1 thread each (bench/peer_torch_ddp.py)
-  each under every allocator of ALLOCATORS (as installed, and tuned two ways), and
-  - Cohort's trainer, 1 rank and --ranks ranks.
-It prints a markdown report (machine, method, one table per side, Cohort's ratio to
-each peer) and writes it to --out. Standard library only; the peers need Debian's
-python3-torch, so run it with /usr/bin/python3.
+For each model (mlp, cnn, residual: examples/mnist_*.keras), global batch (128, 1024)
+and setting (1 rank x every core, 1 rank x 1 thread, --ranks ranks x 1 thread), it runs
+back to back, in an order that rotates from one setting to the next:
+  - the kernel floor: BUILD/bench/kernel_floor, the model's matrix products and
+    convolutions alone on the same threads (one process per rank, each on its share),
+  - PyTorch eager (1 rank) or DDP over Gloo (N ranks) under each allocator of
+    --allocators (as installed, tuned glibc, jemalloc),
+  - Keras 3 model.fit on the torch and JAX backends (1 rank; only with --keras-python,
+    the virtualenv bench/setup-peers makes),
+  - Cohort's trainer, BUILD/worker/cohort-worker train, 1 or N ranks,
+and then the all-reduce table: Cohort's Gloo all-reduce between 2 processes
+(BUILD/worker/trainer/collective/cohort_collective_bench --json, which also measures
+loopback TCP in the same run) against c10d's ProcessGroupGloo (bench/peer_c10d_allreduce.py).
+It prints a markdown report (machine, method, one table per model, the targets of
+issue 7 with their ratios, the all-reduce table) and writes it to --out: between the
+markers `<!-- bench/run begin -->` and `<!-- bench/run end -->` when the file has
+them, else the whole file.
 
-Every number comes with the user and system CPU seconds of its measured window: with
-glibc's malloc LibTorch returns big blocks to the OS every step and takes them back as
-page faults, which shows up as sys time rivalling user time. `other load` is the share
-of the machine's CPU that processes outside the benchmark used during the run, from
-/proc/stat; a row with much of it is noise, so the runner first waits (up to
---max-wait seconds) for the machine to be quiet before each run, and runs again (up to
---retries times) when other load exceeded NOISY_LOAD, keeping the least disturbed run.
-On a machine that is never quiet, --nice -20 (as root) gives the benchmark the CPU for
-its few minutes.
+Every row carries its user and system CPU seconds, the peak resident memory of its
+largest process, and `other load`: the share of the machine that processes outside the
+benchmark used meanwhile (from /proc/stat). The runner waits (up to --max-wait s) for a
+quiet machine before each run and runs again (up to --retries times) while other load
+exceeded NOISY_LOAD, keeping the least disturbed run. Standard library only; the
+PyTorch peers need Debian's python3-torch, so run it with /usr/bin/python3.
 """
 import argparse
 import array
@@ -31,20 +36,20 @@ import random
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 
 import measure
 from measure import ProcessCpuSeconds, Run, WaitForQuiet
-from report import Machine, Report, Row
+from report import Machine, Report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_DIR = os.path.dirname(BENCH_DIR)
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 # Environment changes per allocator. glibc ignores an mmap threshold above 32 MiB (its
-# maximum on 64-bit); setting it also turns off the dynamic threshold. The biggest
-# buffers here (the cnn's first activation, 128x32x26x26 floats) are 11 MiB.
+# maximum on 64-bit); setting it also turns off the dynamic threshold.
 ALLOCATORS = {
     "glibc": {},
     "glibc-tuned": {"MALLOC_MMAP_THRESHOLD_": str(32 << 20),
@@ -56,12 +61,14 @@ ALLOCATOR_VARIABLES = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_",
 MODELS = {  # the .keras file Cohort trains and the shape of one sample
     "mlp": ("mnist_mlp.keras", (784,)),
     "cnn": ("mnist_cnn.keras", (28, 28, 1)),
+    "residual": ("mnist_residual.keras", (784,)),
 }
 CLASSES = 10
-QUIET_BUSY_SHARE = 0.10
-COHORT_EPOCHS = 4  # the first is warm-up; the other three are measured
 NOISY_LOAD = 0.10  # a run during which other processes used more of the machine is redone
-FALLBACK_SAMPLES_PER_SECOND = {"mlp": 20000.0, "cnn": 2000.0}  # when no peer ran
+# Cohort reads its data from .npy files (memory-mapped, so touched pages count in its
+# resident memory): at most this much data, and as many epochs as --seconds needs.
+COHORT_DATA_BYTES = 24 << 20
+COHORT_MAX_EPOCHS = 400
 
 # ---------------------------------------------------------------------------------
 # What the runner expects from the Cohort trainer (worker/trainer/events.h has it):
@@ -70,23 +77,16 @@ FALLBACK_SAMPLES_PER_SECOND = {"mlp": 20000.0, "cnn": 2000.0}  # when no peer ra
 #       --threads T
 #
 # is started once per rank, all ranks at once, with the same JOB.yaml, rendezvous
-# directory and --out directory, and T = --eager-threads for 1 rank, 1 for N ranks (as
-# the peers); it exits 0 when training is done. Its stdout carries
-# JSON lines (one object per line; other lines are ignored). A line counts as the end
-# of an epoch when it is an object with a number under "samples_per_second":
+# directory and --out directory; it exits 0 when training is done. Its stdout carries
+# JSON lines; a line counts as the end of an epoch when it is an object with a number
+# under "samples_per_second" (and "event", when present, is "epoch_end"):
 #
 #   {"event": "epoch_end", "epoch": 1, "samples_per_second": 61234.5, ...}
 #
-#   samples_per_second  global training samples (all ranks together) per second over
-#                       that epoch: the epoch's rows / its wall time.
-#   event, epoch        not required; "event" other than "epoch_end" is ignored when
-#                       present, so other events may carry samples_per_second too.
-# Only rank 0's lines are read (other ranks may print the same or nothing). The job runs
-# COHORT_EPOCHS epochs; the first is warm-up, and samples/s is the harmonic mean of the
-# others (total rows / total time). CPU time is measured from outside: each rank's
-# /proc/PID/stat when rank 0's first epoch line arrives, subtracted from the totals
-# os.wait4 reports when the rank exits. The job YAML is JobYaml() below (the fields of
-# common/job/job_spec.h; docs/job-spec.md).
+# samples_per_second is global (all ranks) over that epoch. Only rank 0's lines are
+# read. The first epoch is warm-up; samples/s is total rows / total time of the others.
+# CPU time is measured from outside: each rank's /proc/PID/stat when rank 0's first
+# epoch line arrives, subtracted from the totals os.wait4 reports when the rank exits.
 # ---------------------------------------------------------------------------------
 
 
@@ -126,25 +126,59 @@ def PeerEnvironment(allocator, threads):
     return env
 
 
-def RunPeer(python, script, args, allocator, threads, timeout_s):
-    run = Run([[python, os.path.join(BENCH_DIR, script)] + args],
-              [PeerEnvironment(allocator, threads)])
-    run.Wait(timeout_s)
-    failure = run.Failure()
-    result = None
-    for line in reversed(run.lines[0]):
+def LastJson(lines):
+    for line in reversed(lines):
         try:
-            result = json.loads(line)
-            break
+            value = json.loads(line)
         except ValueError:
             continue
-    if failure is None and result is None:
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def RunJsonProcesses(commands, envs, timeout_s):
+    """Starts the commands together; one result per command (its last JSON line), or a
+    failure. Each result gets max_rss_kb from os.wait4 unless it reported its own."""
+    run = Run(commands, envs)
+    run.Wait(timeout_s)
+    failure = run.Failure()
+    results = [LastJson(lines) for lines in run.lines]
+    if failure is None and any(r is None for r in results):
         failure = "printed no JSON line"
     if failure:
-        return {"failure": failure, "other_load": run.other_load}
-    result["other_load"] = run.other_load
+        return None, {"failure": failure, "other_load": run.other_load}
+    for result, usage in zip(results, run.usage):
+        result.setdefault("max_rss_kb", usage.ru_maxrss)
+    return results, {"other_load": run.other_load}
+
+
+def RunPeer(command, env, timeout_s):
+    results, info = RunJsonProcesses([command], [env], timeout_s)
+    if results is None:
+        return info
+    result = results[0]
+    result.update(info)
     result["samples"] = result["steps"] * result["batch"]
     return result
+
+
+def RunFloor(args, model, batch, ranks, threads):
+    """The kernel floor: one kernel_floor process per rank, at once, each on its share of
+    the batch; samples/s is their sum."""
+    command = [args.kernel_floor, "--model", model, "--batch", str(batch // ranks),
+               "--threads", str(threads), "--seconds", str(args.seconds)]
+    env = PeerEnvironment("glibc", threads)
+    results, info = RunJsonProcesses([command] * ranks, [env] * ranks, 10 * args.seconds + 60)
+    if results is None:
+        return info
+    info.update({
+        "samples_per_second": sum(r["samples_per_second"] for r in results),
+        "samples": sum(r["steps"] * r["batch"] for r in results),
+        "user_s": sum(r["user_s"] for r in results),
+        "sys_s": sum(r["sys_s"] for r in results),
+        "max_rss_kb": max(r["max_rss_kb"] for r in results)})
+    return info
 
 
 # --- Cohort -----------------------------------------------------------------------
@@ -160,33 +194,50 @@ def WriteNpy(path, descr, shape, data):
         data.tofile(f)
 
 
+def RowValues(model):
+    row = 1
+    for d in MODELS[model][1]:
+        row *= d
+    return row
+
+
 def WriteSyntheticData(directory, model, rows):
     """x: float32 uniform in [0, 1) of the model's input shape (1,024 distinct rows,
     repeated); y: int64 labels in [0, 10). Returns (x_path, y_path)."""
     if sys.byteorder != "little":
         raise RuntimeError("WriteNpy writes native floats; this machine is big-endian")
+    x_path = os.path.join(directory, f"{model}_{rows}_x.npy")
+    y_path = os.path.join(directory, f"{model}_{rows}_y.npy")
+    if os.path.exists(y_path):
+        return x_path, y_path
     rng = random.Random(0)
     shape = MODELS[model][1]
-    row = 1
-    for d in shape:
-        row *= d
+    row = RowValues(model)
     distinct = min(rows, 1024)
     block = array.array("f", (rng.random() for _ in range(row * distinct)))
     x = array.array("f")
     while len(x) < row * rows:
         x.extend(block[:row * rows - len(x)])
     y = array.array("q", (rng.randrange(CLASSES) for _ in range(rows)))
-    x_path = os.path.join(directory, f"{model}_x.npy")
-    y_path = os.path.join(directory, f"{model}_y.npy")
     WriteNpy(x_path, "<f4", (rows,) + shape, x)
     WriteNpy(y_path, "<i8", (rows,), y)
     return x_path, y_path
 
 
-def RunCohort(worker, work_dir, model, x_path, y_path, rows, batch, ranks, threads,
-              timeout_s):
+def CohortShape(model, batch, expected_speed, seconds):
+    """(rows, epochs): data small enough to keep its pages out of the picture, and
+    enough epochs after the warm-up one for about `seconds` of training."""
+    rows = COHORT_DATA_BYTES // (4 * RowValues(model))
+    rows = max(16 * batch, rows // batch * batch)
+    measured = max(1, round(expected_speed * seconds / rows))
+    return rows, min(COHORT_MAX_EPOCHS, 1 + measured)
+
+
+def RunCohort(args, model, batch, ranks, threads, expected_speed):
+    rows, epochs = CohortShape(model, batch, expected_speed, args.seconds)
+    x_path, y_path = WriteSyntheticData(args.work_dir, model, rows)
     name = f"bench-{model}-{ranks}"
-    job_dir = tempfile.mkdtemp(prefix=name + "-", dir=work_dir)  # fresh for each attempt
+    job_dir = tempfile.mkdtemp(prefix=name + "-", dir=args.work_dir)  # fresh each attempt
     rendezvous = os.path.join(job_dir, "rendezvous")
     out = os.path.join(job_dir, "out")
     os.makedirs(rendezvous)
@@ -194,8 +245,8 @@ def RunCohort(worker, work_dir, model, x_path, y_path, rows, batch, ranks, threa
     job = os.path.join(job_dir, "job.yaml")
     with open(job, "w") as f:
         f.write(JobYaml(name, os.path.join(REPO_DIR, "examples", MODELS[model][0]),
-                        x_path, y_path, COHORT_EPOCHS, batch, ranks))
-    commands = [[worker, "train", job, "--rank", str(r), "--world", str(ranks),
+                        x_path, y_path, epochs, batch, ranks))
+    commands = [[args.cohort_worker, "train", job, "--rank", str(r), "--world", str(ranks),
                  "--rendezvous", "file://" + rendezvous, "--out", out,
                  "--threads", str(threads)]
                 for r in range(ranks)]
@@ -222,13 +273,12 @@ def RunCohort(worker, work_dir, model, x_path, y_path, rows, batch, ranks, threa
     run = None
     with lock:  # OnLine waits until `run` is assigned
         run = Run(commands, [dict(os.environ)] * ranks, OnLine)
-    run.Wait(timeout_s)
-    result = {"system": "cohort", "model": model, "ranks": ranks, "threads": threads,
-              "allocator": "as built", "batch": batch, "other_load": run.other_load}
+    run.Wait(20 * args.seconds + 120)
+    shutil.rmtree(job_dir, ignore_errors=True)
+    result = {"other_load": run.other_load}
     failure = run.Failure()
     if failure is None and len(reported) < 2:
-        failure = (f"{len(reported)} epoch lines with samples_per_second on stdout "
-                   f"(expected {COHORT_EPOCHS})")
+        failure = f"{len(reported)} epoch lines on stdout (expected {epochs})"
     if failure is None and any(snapshot.get(r) is None for r in range(ranks)):
         failure = "a rank exited before rank 0's first epoch line was read"
     if failure:
@@ -239,8 +289,11 @@ def RunCohort(worker, work_dir, model, x_path, y_path, rows, batch, ranks, threa
     result["samples"] = rows * len(measured)
     result["user_s"] = sum(u.ru_utime - snapshot[r][0] for r, u in enumerate(run.usage))
     result["sys_s"] = sum(u.ru_stime - snapshot[r][1] for r, u in enumerate(run.usage))
+    result["max_rss_kb"] = max(u.ru_maxrss for u in run.usage)
     return result
 
+
+# --- the plan -----------------------------------------------------------------------
 
 def Measure(args, run_once):
     """run_once() after waiting for a quiet machine, again (up to --retries times) while
@@ -248,7 +301,7 @@ def Measure(args, run_once):
     best = None
     for attempt in range(1 + args.retries):
         if attempt:
-            print(f"  noisy ({best['other_load']:.0%} other load): again", file=sys.stderr)
+            print(f"    noisy ({best['other_load']:.0%} other load): again", file=sys.stderr)
         WaitForQuiet(args.max_wait)
         result = run_once()
         if best is None or result["other_load"] < best["other_load"]:
@@ -258,139 +311,249 @@ def Measure(args, run_once):
     return best
 
 
-def RunPeers(args, allocators):
-    peers = []
+def Systems(args, ranks, threads):
+    """(system, label, allocator) of one setting, in run order before rotation."""
+    systems = [("floor", "kernel floor", "-")]
+    peer = "eager" if ranks == 1 else "ddp"
+    for allocator in args.allocators:
+        systems.append((peer, f"PyTorch {'eager' if ranks == 1 else 'DDP'} {allocator}",
+                        allocator))
+    if ranks == 1:
+        for backend in args.keras_backends:
+            systems.append(("keras_" + backend, f"Keras {backend}", "-"))
+    systems.append(("cohort", "Cohort", "as built"))
+    return systems
+
+
+def RunOne(args, system, allocator, model, batch, ranks, threads, group):
+    common = ["--model", model, "--batch", str(batch), "--seconds", str(args.seconds),
+              "--threads", str(threads)]
+    timeout_s = 10 * args.seconds + 180
+    if system == "floor":
+        return RunFloor(args, model, batch, ranks, threads)
+    if system == "eager":
+        return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_eager.py")] + common,
+                       PeerEnvironment(allocator, threads), timeout_s)
+    if system == "ddp":
+        return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_ddp.py")] + common +
+                       ["--ranks", str(ranks)], PeerEnvironment(allocator, threads), timeout_s)
+    if system.startswith("keras_"):
+        return RunPeer([args.keras_python, os.path.join(BENCH_DIR, "peer_keras.py"),
+                        "--backend", system[len("keras_"):]] + common,
+                       PeerEnvironment("glibc", threads), timeout_s)
+    # Cohort's epochs are sized from the fastest peer so far, or half the floor
+    speeds = [r["samples_per_second"] for r in group
+              if "samples_per_second" in r and r["system"] != "floor"]
+    floor = [r["samples_per_second"] / 2 for r in group
+             if "samples_per_second" in r and r["system"] == "floor"]
+    expected = max(speeds or floor or [10000.0])
+    return RunCohort(args, model, batch, ranks, threads, expected)
+
+
+def Settings(args):
+    """(ranks, threads) of each setting."""
+    settings = [(1, args.threads)]
+    if args.threads != 1:
+        settings.append((1, 1))
+    settings.append((args.ranks, 1))
+    return settings
+
+
+def RunTraining(args):
+    results = []
+    turn = 0
     for model in args.models:
-        for allocator in allocators:
-            for label, script, ranks, threads in (
-                    ("eager", "peer_torch_eager.py", 1, args.eager_threads),
-                    ("DDP", "peer_torch_ddp.py", args.ranks, 1)):
-                print(f"{model} {label} {allocator}", file=sys.stderr)
-                command = ["--model", model, "--batch", str(args.batch),
-                           "--seconds", str(args.seconds), "--threads", str(threads)]
-                if label == "DDP":
-                    command += ["--ranks", str(ranks)]
-                result = Measure(args, lambda: RunPeer(args.python, script, command,
-                                                       allocator, threads,
-                                                       10 * args.seconds + 120))
-                result.update({"system": "torch_" + label.lower(), "model": model,
-                               "allocator": allocator, "label": f"{label} {allocator}",
-                               "ranks": ranks, "threads": threads})
-                print("  " + Row(result), file=sys.stderr)
-                peers.append(result)
-    return peers
+        for batch in args.batches:
+            for ranks, threads in Settings(args):
+                systems = Systems(args, ranks, threads)
+                # The floor runs first (Cohort's data size is chosen from it); the rest
+                # rotate so that no system always runs right after another.
+                rest = systems[1:]
+                turn += 1
+                order = [systems[0]] + rest[turn % len(rest):] + rest[:turn % len(rest)]
+                group = []
+                for system, label, allocator in order:
+                    print(f"{model} batch {batch} {ranks}x{threads}: {label}", file=sys.stderr)
+                    result = Measure(args, lambda: RunOne(args, system, allocator, model, batch,
+                                                          ranks, threads, group))
+                    result.update({"system": system, "label": label, "allocator": allocator,
+                                   "model": model, "batch": batch, "ranks": ranks,
+                                   "threads": threads})
+                    sps = result.get("samples_per_second")
+                    print(f"    {sps:,.0f} samples/s, other load {result['other_load']:.0%}"
+                          if sps else f"    failed: {result['failure']}", file=sys.stderr)
+                    group.append(result)
+                results += group
+    return results
 
 
-def RunCohorts(args, peers):
-    """Cohort's rows, and a note for the report (None when every row has a result)."""
-    if not os.access(args.cohort_worker, os.X_OK):
-        return [], (f"Cohort not run: {args.cohort_worker} is not an executable "
-                    "(build it, or pass --cohort-worker).")
-    cohort = []
-    work_dir = tempfile.mkdtemp(prefix="cohort-bench-")
-    try:
-        for model in args.models:
-            speeds = [p["samples_per_second"] for p in peers
-                      if p["model"] == model and "failure" not in p]
-            speed = max(speeds) if speeds else FALLBACK_SAMPLES_PER_SECOND[model]
-            # about --seconds of measured epochs at the best peer's speed
-            rows = int(speed * args.seconds / (COHORT_EPOCHS - 1))
-            rows = max(20 * args.batch, rows // args.batch * args.batch)
-            x_path, y_path = WriteSyntheticData(work_dir, model, rows)
-            for ranks in sorted({1, args.ranks}):
-                threads = args.eager_threads if ranks == 1 else 1  # as the peers
-                print(f"{model} cohort {ranks} x {threads}, {rows} rows", file=sys.stderr)
-                result = Measure(args, lambda: RunCohort(
-                    args.cohort_worker, work_dir, model, x_path, y_path, rows, args.batch,
-                    ranks, threads, 10 * args.seconds + 120))
-                print("  " + Row(result), file=sys.stderr)
-                cohort.append(result)
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
-    failed = any("failure" in c for c in cohort)
-    return cohort, "Rows marked failed produced no result (reason shown)." if failed else None
+def RunAllReduce(args):
+    """Cohort's and c10d's all-reduce rows and the loopback TCP figure, interleaved."""
+    rows = {"cohort": [], "c10d": [], "tcp": None, "other_load": {}}
+    if not args.all_reduce:
+        return None
+    for name, command, env in (
+            ("cohort", [args.collective_bench, "--json", "--max-bytes", str(args.max_bytes)],
+             dict(os.environ)),
+            ("c10d", [args.python, os.path.join(BENCH_DIR, "peer_c10d_allreduce.py"),
+                      "--max-bytes", str(args.max_bytes)], PeerEnvironment("glibc", 1))):
+        print(f"all-reduce: {name}", file=sys.stderr)
+
+        def Once():
+            run = Run([command], [env])
+            run.Wait(900)
+            failure = run.Failure()
+            return {"failure": failure, "other_load": run.other_load, "lines": run.lines[0]}
+
+        result = Measure(args, Once)
+        rows["other_load"][name] = result["other_load"]
+        if result["failure"]:
+            rows[name] = result["failure"]
+            continue
+        for line in result["lines"]:
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if value.get("what") == "loopback_tcp":
+                rows["tcp"] = value["gbps"]
+            elif value.get("what") == "all_reduce":
+                rows[name].append(value)
+    return rows
 
 
-def RerunArguments(argv, args):
-    """This run's arguments, for the report: paths inside the repository relative to it,
-    --cohort-worker and --out always present."""
-    def Shown(path):
-        inside = os.path.commonpath([path, REPO_DIR]) == REPO_DIR
-        return os.path.relpath(path, REPO_DIR) if inside else path
+def KerasBackends(python):
+    """The Keras backends `python` can run (keras plus torch / jax importable)."""
+    if not python:
+        return [], "Keras peers not run: no --keras-python (bench/setup-peers makes one)"
+    if not os.access(python, os.X_OK):
+        return [], f"Keras peers not run: {python} is not there (run bench/setup-peers)"
+    backends, missing = [], []
+    for backend in ("torch", "jax"):
+        probe = subprocess.run([python, "-c", f"import keras, {backend}"], capture_output=True,
+                               env=dict(os.environ, KERAS_BACKEND=backend), timeout=300)
+        (backends if probe.returncode == 0 else missing).append(backend)
+    note = None
+    if missing:
+        note = (f"Keras on {', '.join(missing)} not run: {python} cannot import it "
+                "(bench/setup-peers installs both)")
+    return backends, note
 
+
+def RerunArguments(argv):
     rest, skip = [], False
-    for i, arg in enumerate(argv):
+    for arg in argv:
         if skip:
             skip = False
-        elif arg in ("--cohort-worker", "--out"):
+        elif arg == "--out":
             skip = True
-        elif not arg.startswith(("--cohort-worker=", "--out=")):
+        elif not arg.startswith("--out="):
             rest.append(arg)
-    return (["--cohort-worker", Shown(args.cohort_worker),
-             "--out", Shown(args.out) if args.out else "docs/benchmarks.md"] + rest)
+    return rest
+
+
+def WriteOut(path, report):
+    begin, end = "<!-- bench/run begin -->", "<!-- bench/run end -->"
+    text = report
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        if begin in old and end in old:
+            text = old[:old.index(begin) + len(begin)] + "\n" + report + "\n" + \
+                old[old.index(end):]
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
 
 
 def Stop(signum, frame):
     raise SystemExit(128 + signum)  # unwinds through Run.Wait, which kills the runs
 
 
+def Split(text, cast=str):
+    return [cast(v) for v in text.split(",") if v]
+
+
 def main(argv):
     signal.signal(signal.SIGTERM, Stop)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cohort-worker",
-                        default=os.path.join(REPO_DIR, "build", "worker", "cohort-worker"))
+    parser.add_argument("--build-dir", default=os.path.join(REPO_DIR, "build"),
+                        help="where cohort-worker, kernel_floor and cohort_collective_bench "
+                             "were built")
     parser.add_argument("--out", help="write the markdown report here too")
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--batches", default="128,1024")
     parser.add_argument("--ranks", type=int, default=2)
-    parser.add_argument("--eager-threads", type=int, default=os.cpu_count())
-    parser.add_argument("--seconds", type=float, default=10.0,
-                        help="measured seconds per peer run")
+    parser.add_argument("--threads", type=int, default=os.cpu_count(),
+                        help="intra-op threads of the '1 rank, every core' setting")
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="measured seconds per run")
     parser.add_argument("--allocators", default=",".join(ALLOCATORS),
-                        help="the peers' allocators; empty: no peers")
-    parser.add_argument("--max-wait", type=float, default=60.0,
+                        help="the PyTorch peers' allocators; empty: no PyTorch peers")
+    parser.add_argument("--keras-python", default=os.path.join(REPO_DIR, ".venv-peers",
+                                                               "bin", "python"),
+                        help="a Python with keras, torch and jax (bench/setup-peers)")
+    parser.add_argument("--no-all-reduce", dest="all_reduce", action="store_false",
+                        help="skip the all-reduce table")
+    parser.add_argument("--max-bytes", type=int, default=64 << 20,
+                        help="largest all-reduce message")
+    parser.add_argument("--max-wait", type=float, default=30.0,
                         help="seconds to wait for a quiet machine before each run")
-    parser.add_argument("--retries", type=int, default=2,
+    parser.add_argument("--retries", type=int, default=1,
                         help=f"runs again while other load exceeds {NOISY_LOAD:.0%}")
     parser.add_argument("--nice", type=int, default=0,
                         help="change the benchmark's priority by this much (-20: take "
                              "the CPU from builds on a shared machine; needs root)")
     parser.add_argument("--python", default="/usr/bin/python3",
-                        help="the Python whose torch the peers use")
+                        help="the Python whose torch the PyTorch peers use")
     args = parser.parse_args(argv)
-    args.cohort_worker = os.path.abspath(args.cohort_worker)
+    args.build_dir = os.path.abspath(args.build_dir)
+    args.cohort_worker = os.path.join(args.build_dir, "worker", "cohort-worker")
+    args.kernel_floor = os.path.join(args.build_dir, "bench", "kernel_floor")
+    args.collective_bench = os.path.join(args.build_dir, "worker", "trainer", "collective",
+                                         "cohort_collective_bench")
     args.out = os.path.abspath(args.out) if args.out else None
-    args.models = [m for m in args.models.split(",") if m]
-    allocators = [a for a in args.allocators.split(",") if a]
+    args.models = Split(args.models)
+    args.batches = Split(args.batches, int)
+    args.allocators = Split(args.allocators)
     for names, known, what in ((args.models, MODELS, "model"),
-                               (allocators, ALLOCATORS, "allocator")):
+                               (args.allocators, ALLOCATORS, "allocator")):
         unknown = [n for n in names if n not in known]
         if unknown:
             parser.error(f"unknown {what} {unknown[0]!r}; known: {', '.join(known)}")
-    if args.batch % args.ranks != 0:
-        parser.error(f"--batch {args.batch} is not divisible by --ranks {args.ranks}")
-    if "jemalloc" in allocators and not os.path.exists(JEMALLOC):
+    for batch in args.batches:
+        if batch <= 0 or batch % args.ranks != 0:
+            parser.error(f"--batches: {batch} is not a positive multiple of --ranks "
+                         f"{args.ranks}")
+    for path in (args.cohort_worker, args.kernel_floor, args.collective_bench):
+        if not os.access(path, os.X_OK):
+            parser.error(f"{path} is not an executable: build it (cmake --build "
+                         f"{os.path.relpath(args.build_dir)} --target cohort-worker "
+                         "kernel_floor cohort_collective_bench) or pass --build-dir")
+    if "jemalloc" in args.allocators and not os.path.exists(JEMALLOC):
         print(f"skipping jemalloc: {JEMALLOC} is not installed", file=sys.stderr)
-        allocators.remove("jemalloc")
+        args.allocators.remove("jemalloc")
     if args.nice:
         try:
             os.nice(args.nice)
         except PermissionError:
             parser.error(f"--nice {args.nice}: not permitted (a negative value needs root)")
         measure.SESSION_NICE = args.nice
-    args.cohort_epochs = COHORT_EPOCHS
-    args.command = "/usr/bin/python3 bench/run.py " + shlex.join(RerunArguments(argv, args))
+    args.keras_backends, keras_note = KerasBackends(args.keras_python)
+    args.command = "bench/run " + shlex.join(RerunArguments(argv))
 
     machine = Machine(args.python, JEMALLOC)
-    peers = RunPeers(args, allocators)
-    cohort, cohort_note = RunCohorts(args, peers)
-    report = Report(args, machine, peers, cohort, cohort_note)
+    args.work_dir = tempfile.mkdtemp(prefix="cohort-bench-")
+    try:
+        training = RunTraining(args)
+        all_reduce = RunAllReduce(args)
+    finally:
+        shutil.rmtree(args.work_dir, ignore_errors=True)
+    report = Report(args, machine, training, all_reduce, [n for n in (keras_note,) if n])
     print(report)
     if args.out:
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out + ".tmp", "w") as f:
-            f.write(report)
-        os.replace(args.out + ".tmp", args.out)
+        WriteOut(args.out, report)
     return 0
 
 
