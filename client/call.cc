@@ -24,7 +24,7 @@ int ReportCallError(const Connection& connection, const grpc::Status& status) {
 }
 
 std::unique_ptr<v1::JobService::Stub> NewJobStub(const Connection& connection) {
-  return v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator));
+  return v1::JobService::NewStub(CreateCoordinatorChannel(connection.coordinator, connection.security));
 }
 
 grpc::Status GetJob(const Connection& connection, v1::JobService::Stub& stub,

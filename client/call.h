@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "cohort/v1/job_service.grpc.pb.h"
 #include "common/address.h"
+#include "proto/channel.h"
 #include "grpcpp/support/status.h"
 
 namespace cohort::client {
@@ -18,6 +19,7 @@ namespace cohort::client {
 struct Connection {
   HostPort coordinator;
   absl::Duration timeout = absl::Seconds(5);
+  ChannelSecurity security;  // --token, --tls-ca, ... (docs/security.md)
 };
 
 // A context whose deadline is `timeout` from now.
@@ -27,7 +29,8 @@ std::unique_ptr<grpc::ClientContext> NewCallContext(const Connection& connection
 // kExitUnreachable when the coordinator could not be reached in time, else kExitFailed.
 int ReportCallError(const Connection& connection, const grpc::Status& status);
 
-// A JobService stub on a channel of its own to the coordinator.
+// A JobService stub on a channel of its own to the coordinator (with the connection's
+// token and TLS settings, as every channel the client opens).
 std::unique_ptr<v1::JobService::Stub> NewJobStub(const Connection& connection);
 
 // GetJob of `job_id`, with the connection's deadline.

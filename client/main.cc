@@ -20,6 +20,7 @@
 #include "common/duration.h"
 #include "common/version.h"
 
+#include "proto/channel.h"
 namespace {
 
 using namespace cohort::client;
@@ -121,6 +122,29 @@ int main(int argc, char** argv) {
   CLI::App* version = app.add_subcommand("version", "print the client's version");
 
   CLI::App* workers = app.add_subcommand("workers", "list the workers of the cluster");
+  // docs/security.md: the token and TLS settings of a coordinator that asks for them.
+  auto env_or_empty = [](const char* name) {
+    const char* value = std::getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  cohort::ChannelSecurityFiles security{.token = env_or_empty("COHORT_TOKEN"),
+                                        .token_file = env_or_empty("COHORT_TOKEN_FILE"),
+                                        .tls_ca = env_or_empty("COHORT_TLS_CA"),
+                                        .tls_server_name = env_or_empty("COHORT_TLS_SERVER_NAME")};
+  CLI::Option* token_flag = app.add_option("--token", security.token,
+                 "bearer token for the coordinator (env COHORT_TOKEN; prefer --token-file: "
+                 "a flag shows in ps)")
+      ->group("Security");
+  CLI::Option* token_file_flag = app.add_option("--token-file", security.token_file,
+                 "a file holding the token on its first line (env COHORT_TOKEN_FILE)")
+      ->group("Security");
+  app.add_option("--tls-ca", security.tls_ca,
+                 "PEM CA of the coordinator's certificate: connect with TLS (env COHORT_TLS_CA)")
+      ->group("Security");
+  app.add_option("--tls-server-name", security.tls_server_name,
+                 "the name the coordinator's certificate carries, when it is not the "
+                 "--coordinator host (env COHORT_TLS_SERVER_NAME)")
+      ->group("Security");
   std::string workers_output = "table";
   workers->add_option("-o,--output", workers_output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
@@ -214,6 +238,15 @@ int main(int argc, char** argv) {
       std::optional<cohort::v1::JobState> state = JobStateFromName(name);
       if (!state) {
         std::fprintf(stderr,
+  // First of --token, --token-file, COHORT_TOKEN, COHORT_TOKEN_FILE.
+  if (token_file_flag->count() > 0 && token_flag->count() == 0) security.token.clear();
+  if (!security.token.empty()) security.token_file.clear();
+  absl::StatusOr<cohort::ChannelSecurity> loaded = cohort::LoadChannelSecurity(security);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "cohort: error: %s\n", std::string(loaded.status().message()).c_str());
+    return kExitUsage;
+  }
+  connection.security = *std::move(loaded);
                      "cohort: error: --state: unknown state '%s' (queued, starting, running, "
                      "restarting, succeeded, failed, cancelled)\n",
                      name.c_str());

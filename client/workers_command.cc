@@ -50,7 +50,7 @@ nlohmann::json ToJson(const v1::WorkerInfo& w) {
 }  // namespace
 
 int RunWorkersCommand(const Connection& connection, OutputFormat format) {
-  auto stub = v1::ClusterService::NewStub(CreateCoordinatorChannel(connection.coordinator));
+  auto stub = v1::ClusterService::NewStub(CreateCoordinatorChannel(connection.coordinator, connection.security));
   v1::ListWorkersRequest request;
   v1::ListWorkersResponse response;
   grpc::Status status = stub->ListWorkers(NewCallContext(connection).get(), request, &response);

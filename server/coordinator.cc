@@ -2,6 +2,7 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <spdlog/spdlog.h>
 
@@ -21,7 +22,19 @@ Coordinator::~Coordinator() {
 }
 
 absl::Status Coordinator::Start() {
+  const CoordinatorSecurity& security = options_.security;
+  if (absl::Status s = CheckListenSecurity(options_.listen, security.tokens.has_value(),
+                                           !security.tls_cert_pem.empty(), security.insecure);
+      !s.ok()) {
+    return s;
+  }
+  if (!security.tls_client_ca_pem.empty() && security.tls_cert_pem.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
+  }
   if (absl::Status s = CheckCanListen(options_.listen); !s.ok()) return s;
+  if (options_.health_listen) {
+    if (absl::Status s = CheckCanListen(*options_.health_listen); !s.ok()) return s;
+  }
   if (options_.metrics_listen) {
     absl::StatusOr<std::unique_ptr<ServerMetrics>> metrics = ServerMetrics::Listen(*options_.metrics_listen);
     if (!metrics.ok()) return metrics.status();
@@ -75,12 +88,19 @@ absl::Status Coordinator::Start() {
     }
     return out;
   }, options_.limits);
+  authorizer_ = std::make_unique<Authorizer>(security.tokens, !security.tls_client_ca_pem.empty());
+  uploads_ = std::make_unique<UploadLedger>(db_.get());
   job_service_ = std::make_unique<JobServiceImpl>(
-      jobs_.get(), artifacts_.get(), validator_.get(), manager_.get(),
-      JobServiceOptions{.max_queued_jobs = options_.max_queued_jobs});
-  worker_service_ = std::make_unique<WorkerServiceImpl>(workers_.get(), manager_.get(),
-                                                        rendezvous_.get(), artifacts_.get());
-  cluster_service_ = std::make_unique<ClusterServiceImpl>(workers_.get(), manager_.get());
+      jobs_.get(), artifacts_.get(), validator_.get(), manager_.get(), authorizer_.get(),
+      uploads_.get(),
+      JobServiceOptions{.max_queued_jobs = options_.max_queued_jobs,
+                        .max_queued_jobs_per_user = options_.max_queued_jobs_per_user,
+                        .max_upload_bytes_per_user = options_.max_upload_bytes_per_user});
+  worker_service_ = std::make_unique<WorkerServiceImpl>(authorizer_.get(), workers_.get(),
+                                                        manager_.get(), rendezvous_.get(),
+                                                        artifacts_.get());
+  cluster_service_ =
+      std::make_unique<ClusterServiceImpl>(authorizer_.get(), workers_.get(), manager_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -95,7 +115,18 @@ absl::Status Coordinator::Start() {
   }
   // gRPC sets SO_REUSEPORT by default, which lets a second server share a busy port.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options_.listen.ToString(), grpc::InsecureServerCredentials(), &port_);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!security.tls_cert_pem.empty()) {
+    // With a client CA, a certificate is checked when presented and required only of
+    // agents (server/auth.h), so users and probes connect with the server's alone.
+    grpc::SslServerCredentialsOptions tls(security.tls_client_ca_pem.empty()
+                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                              : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
+    tls.pem_key_cert_pairs.push_back({security.tls_key_pem, security.tls_cert_pem});
+    tls.pem_root_certs = security.tls_client_ca_pem;
+    credentials = grpc::SslServerCredentials(tls);
+  }
+  builder.AddListeningPort(options_.listen.ToString(), credentials, &port_);
   // Chunks are at most 1 MiB, but a job may carry its .keras file inline.
   const int64_t max_message = std::min<int64_t>(
       INT32_MAX, std::max<int64_t>(options_.artifacts.max_model_bytes, kTransferChunkBytes) +
@@ -107,13 +138,33 @@ absl::Status Coordinator::Start() {
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.listen.ToString()));
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on ", options_.listen.ToString(),
+        security.tls_cert_pem.empty() ? "" : " (with TLS: is --tls-key the key of --tls-cert?)"));
+  }
+  if (options_.health_listen) {
+    grpc::ServerBuilder health;
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    health.AddListeningPort(options_.health_listen->ToString(), grpc::InsecureServerCredentials(),
+                            &health_port_);
+    health_server_ = health.BuildAndStart();
+    if (!health_server_ || health_port_ == 0) {
+      health_server_.reset();
+      return absl::UnavailableError(
+          absl::StrCat("--health-listen: cannot listen on ", options_.health_listen->ToString()));
+    }
+    health_server_->GetHealthCheckService()->SetServingStatus(true);
   }
   server_->GetHealthCheckService()->SetServingStatus(true);
 
   manager_->Start();
   reaper_ = std::thread([this] { ReapLeases(); });
-  spdlog::info("cohort-server listening on {}:{}, data in {}", options_.listen.host, port_,
+  spdlog::info("cohort-server listening on {}:{} ({}, {}), data in {}", options_.listen.host, port_,
+               security.tls_cert_pem.empty() ? "plaintext"
+               : security.tls_client_ca_pem.empty() ? "TLS"
+                                                    : "TLS, agents with client certificates",
+               security.tokens ? absl::StrCat(security.tokens->size(), " tokens")
+                               : std::string("no authentication"),
                options_.data_dir);
   return absl::OkStatus();
 }
@@ -129,6 +180,7 @@ void Coordinator::Shutdown() {
   if (!server_) return;
   spdlog::info("shutting down: health NOT_SERVING, finishing in-flight calls");
   server_->GetHealthCheckService()->SetServingStatus(false);
+  if (health_server_) health_server_->GetHealthCheckService()->SetServingStatus(false);
   // Long calls (assignment streams, watches, rendezvous reads) end now, not at the
   // grace deadline.
   manager_->Stop();
@@ -137,6 +189,11 @@ void Coordinator::Shutdown() {
                     absl::ToChronoMilliseconds(options_.shutdown_grace));
   server_->Wait();
   server_.reset();
+  if (health_server_) {
+    health_server_->Shutdown(std::chrono::system_clock::now());
+    health_server_->Wait();
+    health_server_.reset();
+  }
   stop_reaper_.Notify();
   if (reaper_.joinable()) reaper_.join();
   if (metrics_) metrics_->Stop();

@@ -48,6 +48,16 @@ constexpr const char* kMigrations[] = {
       PRIMARY KEY (job_id, sequence)
     ) WITHOUT ROWID;
     )sql",
+    // 3: who uploaded which artifact (server/upload_ledger.h).
+    R"sql(
+    CREATE TABLE uploads (
+      artifact_id TEXT NOT NULL,
+      owner TEXT NOT NULL,
+      size_bytes INTEGER NOT NULL,
+      PRIMARY KEY (artifact_id, owner)
+    ) WITHOUT ROWID;
+    CREATE INDEX uploads_by_owner ON uploads (owner);
+    )sql",
 };
 constexpr int64_t kSchemaVersion = sizeof(kMigrations) / sizeof(kMigrations[0]);
 

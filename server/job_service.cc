@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/logging.h"
 #include "common/transfer/file_chunks.h"
 #include "proto/grpc_status.h"
@@ -13,11 +14,7 @@ namespace {
 
 constexpr int32_t kWatchBatch = 500;
 
-std::string Owner(const grpc::ServerContext* context) {
-  auto it = context->client_metadata().find("x-cohort-user");
-  if (it == context->client_metadata().end() || it->second.empty()) return "local";
-  return std::string(it->second.data(), it->second.size());
-}
+std::string Mib(int64_t bytes) { return absl::StrFormat("%.1f MiB", bytes / 1048576.0); }
 
 bool EndsJob(const v1::JobEvent& e) {
   return e.has_state_change() && JobStore::IsFinal(e.state_change().to());
@@ -25,10 +22,53 @@ bool EndsJob(const v1::JobEvent& e) {
 
 }  // namespace
 
+absl::StatusOr<v1::Job> JobServiceImpl::VisibleJob(const Caller& caller, const std::string& id) {
+  absl::StatusOr<v1::Job> job = store_->Get(id);
+  if (!job.ok()) return job.status();
+  if (absl::Status s = CheckJobAccess(caller, *job); !s.ok()) return s;
+  return job;
+}
+
+absl::Status JobServiceImpl::CheckUploadQuota(const std::string& owner, int64_t bytes) {
+  if (options_.max_upload_bytes_per_user <= 0) return absl::OkStatus();
+  absl::StatusOr<int64_t> used = uploads_->BytesOf(owner);
+  if (!used.ok()) return used.status();
+  if (*used + bytes <= options_.max_upload_bytes_per_user) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "upload refused: '", owner, "' has uploaded ", Mib(*used), " and this upload is ",
+      Mib(bytes), ", over the limit of ", Mib(options_.max_upload_bytes_per_user),
+      " per user (--max-upload-bytes-per-user)"));
+}
+
+absl::Status JobServiceImpl::CheckArtifactsOwned(const Caller& caller, const v1::JobSpec& spec) {
+  if (caller.role == Role::kAdmin) return absl::OkStatus();
+  std::vector<std::pair<std::string, std::string>> named;  // field, artifact id
+  if (spec.has_model_artifact_id()) named.emplace_back("model_artifact_id", spec.model_artifact_id());
+  const v1::DataSpec& d = spec.data();
+  for (const auto& [field, ref] : {std::pair<const char*, const v1::ArrayRef*>{"data.x", &d.x()},
+                                   {"data.y", &d.y()},
+                                   {"data.validation_x", &d.validation_x()},
+                                   {"data.validation_y", &d.validation_y()}}) {
+    if (ref->has_artifact_id()) named.emplace_back(field, ref->artifact_id());
+  }
+  for (const auto& [field, id] : named) {
+    absl::StatusOr<bool> owns = uploads_->Owns(id, caller.identity);
+    if (!owns.ok()) return owns.status();
+    if (!*owns) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          field, ": artifact '", id, "' was not uploaded by '", caller.identity,
+          "'; a job may use only its owner's uploads (upload the file yourself)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Job> JobServiceImpl::Submit(const v1::SubmitJobRequest& request,
-                                               const std::string& owner) {
+                                               const Caller& caller) {
+  const std::string& owner = caller.identity;
   absl::StatusOr<ValidatedJob> valid = validator_->Validate(request.spec());
   if (!valid.ok()) return valid.status();
+  if (absl::Status s = CheckArtifactsOwned(caller, request.spec()); !s.ok()) return s;
   if (request.dry_run()) {
     v1::Job job;
     *job.mutable_spec() = valid->resolved;
@@ -42,9 +82,22 @@ absl::StatusOr<v1::Job> JobServiceImpl::Submit(const v1::SubmitJobRequest& reque
         "the queue is full: ", *active, " jobs are queued or running (--max-queued-jobs ",
         options_.max_queued_jobs, "); submit again later"));
   }
+  if (options_.max_queued_jobs_per_user > 0) {
+    absl::StatusOr<int64_t> mine = store_->CountActive(owner);
+    if (!mine.ok()) return mine.status();
+    if (*mine >= options_.max_queued_jobs_per_user) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "'", owner, "' has ", *mine, " jobs queued or running, the limit per user "
+          "(--max-queued-jobs-per-user ", options_.max_queued_jobs_per_user,
+          "); submit again when one has ended, or cancel one"));
+    }
+  }
   if (!valid->inline_model.empty()) {
+    const int64_t size = static_cast<int64_t>(valid->inline_model.size());
+    if (absl::Status s = CheckUploadQuota(owner, size); !s.ok()) return s;
     absl::StatusOr<std::string> id = artifacts_->PutUpload(valid->inline_extension, valid->inline_model);
     if (!id.ok()) return id.status();
+    if (absl::Status s = uploads_->Record(*id, owner, size); !s.ok()) return s;
     valid->stored.set_model_artifact_id(*id);
   }
   absl::StatusOr<v1::Job> job = store_->Insert(valid->stored, request.idempotency_key(), owner);
@@ -58,26 +111,33 @@ absl::StatusOr<v1::Job> JobServiceImpl::Submit(const v1::SubmitJobRequest& reque
 grpc::Status JobServiceImpl::SubmitJob(grpc::ServerContext* context,
                                        const v1::SubmitJobRequest* request,
                                        v1::SubmitJobResponse* response) {
-  absl::StatusOr<v1::Job> job = Submit(*request, Owner(context));
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::StatusOr<v1::Job> job = Submit(*request, *caller);
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response->mutable_job() = *std::move(job);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::GetJob(grpc::ServerContext*, const v1::GetJobRequest* request,
+grpc::Status JobServiceImpl::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                     v1::Job* response) {
-  absl::StatusOr<v1::Job> job = store_->Get(request->job_id());
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::StatusOr<v1::Job> job = VisibleJob(*caller, request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   *response = *std::move(job);
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRequest* request,
+grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext* context, const v1::ListJobsRequest* request,
                                       v1::ListJobsResponse* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   std::vector<v1::JobState> states;
   for (int s : request->states()) states.push_back(static_cast<v1::JobState>(s));
   absl::StatusOr<v1::ListJobsResponse> list =
-      store_->List(states, request->page_size(), request->page_token());
+      store_->List(states, request->page_size(), request->page_token(),
+                   caller->role == Role::kAdmin ? "" : caller->identity);
   if (!list.ok()) return ToGrpcStatus(list.status());
   *response = *std::move(list);
   return grpc::Status::OK;
@@ -85,8 +145,13 @@ grpc::Status JobServiceImpl::ListJobs(grpc::ServerContext*, const v1::ListJobsRe
 
 grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
                                        const v1::CancelJobRequest* request, v1::Job* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (absl::StatusOr<v1::Job> visible = VisibleJob(*caller, request->job_id()); !visible.ok()) {
+    return ToGrpcStatus(visible.status());
+  }
   std::string reason = request->reason().empty()
-                           ? absl::StrCat("cancelled by ", Owner(context))
+                           ? absl::StrCat("cancelled by ", caller->identity)
                            : request->reason();
   absl::StatusOr<v1::Job> job = manager_->Cancel(request->job_id(), reason);
   if (!job.ok()) return ToGrpcStatus(job.status());
@@ -97,6 +162,11 @@ grpc::Status JobServiceImpl::CancelJob(grpc::ServerContext* context,
 grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
                                       const v1::WatchJobRequest* request,
                                       grpc::ServerWriter<v1::JobEvent>* writer) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  if (absl::StatusOr<v1::Job> visible = VisibleJob(*caller, request->job_id()); !visible.ok()) {
+    return ToGrpcStatus(visible.status());
+  }
   int64_t after = std::max<int64_t>(0, request->after_sequence());
   while (true) {
     uint64_t generation = manager_->EventGeneration();
@@ -121,9 +191,11 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
   }
 }
 
-grpc::Status JobServiceImpl::UploadData(grpc::ServerContext*,
+grpc::Status JobServiceImpl::UploadData(grpc::ServerContext* context,
                                         grpc::ServerReader<v1::UploadChunk>* reader,
                                         v1::UploadDataResponse* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   v1::UploadChunk chunk;
   if (!reader->Read(&chunk)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "upload: no chunks were sent");
@@ -133,19 +205,45 @@ grpc::Status JobServiceImpl::UploadData(grpc::ServerContext*,
                         "upload: the first chunk must carry the header");
   }
   const v1::UploadHeader& h = chunk.header();
+  const std::string& owner = caller->identity;
+  // Bytes the caller already has (named by the declared SHA-256) are not counted again.
+  bool known = false;
+  if (absl::StatusOr<std::string> ext = ArtifactStore::UploadExtension(h.file_name(), "header.file_name");
+      ext.ok() && !h.sha256().empty()) {
+    absl::StatusOr<bool> owns = uploads_->Owns(absl::StrCat(h.sha256(), ".", *ext), owner);
+    if (!owns.ok()) return ToGrpcStatus(owns.status());
+    known = *owns;
+  }
+  if (!known) {
+    if (absl::Status s = CheckUploadQuota(owner, std::max<int64_t>(h.size_bytes(), 0)); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+  }
   absl::StatusOr<v1::ArtifactInfo> info = ReceiveChunks(
       artifacts_->StartUpload(h.file_name(), h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256()),
       chunk, reader);
   if (!info.ok()) return ToGrpcStatus(info.status());
+  // The same bytes uploaded again by their owner add nothing; new ones are checked
+  // against the quota with their real size (the declared one may have been missing).
+  absl::StatusOr<bool> had = uploads_->Owns(info->name(), owner);
+  if (!had.ok()) return ToGrpcStatus(had.status());
+  if (!*had) {
+    if (absl::Status s = CheckUploadQuota(owner, info->size_bytes()); !s.ok()) return ToGrpcStatus(s);
+    if (absl::Status s = uploads_->Record(info->name(), owner, info->size_bytes()); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+  }
   response->set_artifact_id(info->name());
   response->set_size_bytes(info->size_bytes());
   return grpc::Status::OK;
 }
 
-grpc::Status JobServiceImpl::DownloadArtifact(grpc::ServerContext*,
+grpc::Status JobServiceImpl::DownloadArtifact(grpc::ServerContext* context,
                                               const v1::DownloadArtifactRequest* request,
                                               grpc::ServerWriter<v1::DataChunk>* writer) {
-  absl::StatusOr<v1::Job> job = store_->Get(request->job_id());
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kJobs);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::StatusOr<v1::Job> job = VisibleJob(*caller, request->job_id());
   if (!job.ok()) return ToGrpcStatus(job.status());
   if (absl::Status s = ArtifactStore::CheckJobArtifactName(request->name()); !s.ok()) {
     return ToGrpcStatus(s);

@@ -262,7 +262,8 @@ absl::StatusOr<v1::Job> JobStore::Get(const std::string& id) {
 
 absl::StatusOr<v1::ListJobsResponse> JobStore::List(const std::vector<v1::JobState>& states,
                                                     int32_t page_size,
-                                                    const std::string& page_token) {
+                                                    const std::string& page_token,
+                                                    const std::string& owner) {
   if (page_size <= 0) page_size = kDefaultPageSize;
   page_size = std::min(page_size, kMaxPageSize);
   int64_t before = INT64_MAX;
@@ -276,12 +277,14 @@ absl::StatusOr<v1::ListJobsResponse> JobStore::List(const std::vector<v1::JobSta
   }
   std::string sql = absl::StrCat("SELECT seq, ", kJobColumns, " FROM jobs WHERE seq < ?1");
   if (!states.empty()) absl::StrAppend(&sql, " AND state IN (", StateList(states), ")");
+  if (!owner.empty()) absl::StrAppend(&sql, " AND owner = ?3");
   absl::StrAppend(&sql, " ORDER BY seq DESC LIMIT ?2");
 
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(sql);
   if (!stmt.ok()) return stmt.status();
   (*stmt)->Bind(1, before).Bind(2, static_cast<int64_t>(page_size) + 1);
+  if (!owner.empty()) (*stmt)->Bind(3, owner);
   v1::ListJobsResponse response;
   int64_t last_seq = 0;
   while (true) {
@@ -452,14 +455,15 @@ absl::StatusOr<std::vector<v1::JobEvent>> JobStore::Events(const std::string& id
   return out;
 }
 
-absl::StatusOr<int64_t> JobStore::CountActive() {
+absl::StatusOr<int64_t> JobStore::CountActive(const std::string& owner) {
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(absl::StrCat(
       "SELECT count(*) FROM jobs WHERE state IN (",
       StateList({v1::JOB_STATE_QUEUED, v1::JOB_STATE_STARTING, v1::JOB_STATE_RUNNING,
                  v1::JOB_STATE_RESTARTING}),
-      ")"));
+      ")", owner.empty() ? "" : " AND owner = ?1"));
   if (!stmt.ok()) return stmt.status();
+  if (!owner.empty()) (*stmt)->Bind(1, owner);
   if (auto row = (*stmt)->Step(); !row.ok()) return row.status();
   return (*stmt)->ColumnInt(0);
 }

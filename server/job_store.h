@@ -75,9 +75,10 @@ class JobStore {
   // Jobs in `states` (all when empty), newest first. `page_size` <= 0 means 100 (at most
   // 1000). `page_token` is empty or a next_page_token of an earlier call (with the same
   // states); a malformed one is INVALID_ARGUMENT. next_page_token is empty on the last
-  // page.
+  // page. A non-empty `owner` lists only that owner's jobs.
   absl::StatusOr<v1::ListJobsResponse> List(const std::vector<v1::JobState>& states,
-                                            int32_t page_size, const std::string& page_token);
+                                            int32_t page_size, const std::string& page_token,
+                                            const std::string& owner = "");
 
   // The QUEUED jobs in schedule order: priority descending, then submission sequence.
   absl::StatusOr<std::vector<QueuedJob>> Queued();
@@ -98,8 +99,9 @@ class JobStore {
   absl::StatusOr<std::vector<v1::JobEvent>> Events(const std::string& id, int64_t after_sequence,
                                                    int32_t limit = 0);
 
-  // Jobs not in a final state (QUEUED, STARTING, RUNNING, RESTARTING).
-  absl::StatusOr<int64_t> CountActive();
+  // Jobs not in a final state (QUEUED, STARTING, RUNNING, RESTARTING); a non-empty
+  // `owner` counts only that owner's.
+  absl::StatusOr<int64_t> CountActive(const std::string& owner = "");
 
   // Jobs in STARTING, RUNNING or RESTARTING, in submission order (recovery after a
   // coordinator restart).

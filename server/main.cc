@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/address.h"
@@ -12,6 +13,7 @@
 #include "common/logging.h"
 #include "common/signals.h"
 #include "common/version.h"
+#include "proto/channel.h"
 #include "proto/grpc_logging.h"
 #include "server/coordinator.h"
 
@@ -38,6 +40,41 @@ absl::StatusOr<int64_t> ParseBytes(const std::string& text, const char* flag) {
   return value * scale;
 }
 
+// Reads the files the security flags name (docs/security.md).
+absl::Status LoadSecurity(const std::string& token_file, const std::string& tls_cert,
+                          const std::string& tls_key, const std::string& tls_client_ca,
+                          bool insecure, cohort::server::CoordinatorSecurity* out) {
+  out->insecure = insecure;
+  if (!token_file.empty()) {
+    absl::StatusOr<cohort::server::TokenTable> tokens = cohort::server::TokenTable::Load(token_file);
+    if (!tokens.ok()) return tokens.status();
+    out->tokens = *std::move(tokens);
+  }
+  if (tls_cert.empty() != tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both or neither");
+  }
+  struct File {
+    const std::string& path;
+    const char* flag;
+    const char* marker;  // what a PEM file of this kind holds
+    std::string* contents;
+  };
+  for (const File& f : {File{tls_cert, "--tls-cert", "-----BEGIN CERTIFICATE-----", &out->tls_cert_pem},
+                        File{tls_key, "--tls-key", "PRIVATE KEY-----", &out->tls_key_pem},
+                        File{tls_client_ca, "--tls-client-ca", "-----BEGIN CERTIFICATE-----",
+                             &out->tls_client_ca_pem}}) {
+    if (f.path.empty()) continue;
+    absl::StatusOr<std::string> pem = cohort::ReadSecurityFile(f.path, f.flag);
+    if (!pem.ok()) return pem.status();
+    if (!absl::StrContains(*pem, f.marker)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(f.flag, " ", f.path, ": not a PEM file (no '", f.marker, "')"));
+    }
+    *f.contents = *std::move(pem);
+  }
+  return absl::OkStatus();
+}
+
 int Fail(const absl::Status& status) {
   std::fprintf(stderr, "cohort-server: error: %s\n", std::string(status.message()).c_str());
   return 1;
@@ -56,12 +93,17 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string log_format = "text";
   std::string metrics_listen;
+  std::string health_listen;
   std::string max_upload_bytes = "16G";
   std::string max_model_bytes = "2G";
   int64_t max_queued_jobs = 10000;
   cohort::server::JobLimits limits;
   std::vector<std::string> allowed_data_roots;
   std::string start_timeout = "120s";
+  int64_t max_queued_jobs_per_user = 0;
+  std::string max_upload_bytes_per_user = "0";
+  std::string token_file, tls_cert, tls_key, tls_client_ca;
+  bool insecure = false;
   app.add_option("--listen", listen, "HOST:PORT to serve gRPC on (port 0: pick a free one)")
       ->capture_default_str();
   app.add_option("--data-dir", data_dir, "directory for the database and artifacts")->required();
@@ -99,6 +141,31 @@ int main(int argc, char** argv) {
                  "refuse submits while this many jobs are queued or running")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-queued-jobs-per-user", max_queued_jobs_per_user,
+                 "refuse a user's submits while this many of its jobs are queued or running; 0: no limit")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-upload-bytes-per-user", max_upload_bytes_per_user,
+                 "most bytes of data and models one user may upload, e.g. 100G; 0: no limit")
+      ->capture_default_str();
+  // docs/security.md
+  app.add_option("--token-file", token_file,
+                 "the tokens that may call, one 'TOKEN|sha256:HEX IDENTITY user|admin|worker' a line; "
+                 "none: no authentication")
+      ->group("Security");
+  app.add_option("--tls-cert", tls_cert, "PEM certificate (chain) of the gRPC port: serve TLS")
+      ->group("Security");
+  app.add_option("--tls-key", tls_key, "PEM private key of --tls-cert")->group("Security");
+  app.add_option("--tls-client-ca", tls_client_ca,
+                 "PEM CA that signs agents' client certificates: agents must present one (mutual TLS)")
+      ->group("Security");
+  app.add_option("--health-listen", health_listen,
+                 "HOST:PORT to serve grpc.health.v1 alone on, in plaintext (for probes that "
+                 "cannot speak TLS); off when empty")
+      ->group("Security");
+  app.add_flag("--insecure", insecure,
+               "allow a non-loopback --listen without --token-file and TLS")
+      ->group("Security");
   app.add_option("--start-timeout", start_timeout,
                  "fail an attempt whose ranks have not all started within this long")
       ->capture_default_str();
@@ -134,6 +201,17 @@ int main(int argc, char** argv) {
   if (!model.ok()) return Fail(model.status());
   options.artifacts.max_model_bytes = *model;
   options.max_queued_jobs = max_queued_jobs;
+  options.max_queued_jobs_per_user = max_queued_jobs_per_user;
+  if (max_upload_bytes_per_user != "0") {
+    absl::StatusOr<int64_t> per_user = ParseBytes(max_upload_bytes_per_user, "--max-upload-bytes-per-user");
+    if (!per_user.ok()) return Fail(per_user.status());
+    options.max_upload_bytes_per_user = *per_user;
+  }
+  if (absl::Status s = LoadSecurity(token_file, tls_cert, tls_key, tls_client_ca, insecure,
+                                    &options.security);
+      !s.ok()) {
+    return Fail(s);
+  }
   absl::StatusOr<cohort::PathRoots> roots =
       cohort::PathRoots::Create(allowed_data_roots, "--allowed-data-root");
   if (!roots.ok()) return Fail(roots.status());
@@ -143,6 +221,11 @@ int main(int argc, char** argv) {
       cohort::ParsePositiveDuration(start_timeout, "--start-timeout");
   if (!start.ok()) return Fail(start.status());
   options.start_timeout = *start;
+  if (!health_listen.empty()) {
+    absl::StatusOr<cohort::HostPort> h = cohort::ParseHostPort(health_listen, /*allow_port_zero=*/true);
+    if (!h.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--health-listen: ", h.status().message())));
+    options.health_listen = *h;
+  }
   if (!metrics_listen.empty()) {
     absl::StatusOr<cohort::HostPort> m = cohort::ParseHostPort(metrics_listen, /*allow_port_zero=*/true);
     if (!m.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--metrics-listen: ", m.status().message())));
@@ -153,6 +236,9 @@ int main(int argc, char** argv) {
   if (absl::Status s = cohort::InitLogging("server", log_level, *format); !s.ok()) return Fail(s);
   cohort::RouteGrpcLogsToSpdlog();
 
+  if (options.security.insecure) {
+    spdlog::warn("--insecure: serving {} without the checks of docs/security.md", listen);
+  }
   cohort::server::Coordinator coordinator(options);
   if (absl::Status s = coordinator.Start(); !s.ok()) return Fail(s);
   int sig = cohort::WaitForTerminationSignal();

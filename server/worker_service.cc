@@ -23,14 +23,18 @@ grpc::Status NoJobs() {
 
 }  // namespace
 
-grpc::Status WorkerServiceImpl::Register(grpc::ServerContext*, const v1::RegisterRequest* request,
+grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                                          v1::RegisterResponse* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   return Reply(registry_->Register(*request), response);
 }
 
-grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* context,
                                           const v1::HeartbeatRequest* request,
                                           v1::HeartbeatResponse* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   grpc::Status status = Reply(registry_->Heartbeat(*request), response);
   if (!status.ok() || manager_ == nullptr) return status;
   absl::StatusOr<std::string> worker = registry_->LeaseOwner(request->lease_id());
@@ -40,24 +44,30 @@ grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext*,
   return status;
 }
 
-grpc::Status WorkerServiceImpl::Deregister(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::Deregister(grpc::ServerContext* context,
                                            const v1::DeregisterRequest* request,
                                            v1::DeregisterResponse*) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   return ToGrpcStatus(registry_->Deregister(*request));
 }
 
 grpc::Status WorkerServiceImpl::StreamAssignments(grpc::ServerContext* context,
                                                   const v1::StreamAssignmentsRequest* request,
                                                   grpc::ServerWriter<v1::Assignment>* writer) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (manager_ == nullptr) return NoJobs();
   return ToGrpcStatus(manager_->ServeAssignments(
       request->lease_id(), [writer](const v1::Assignment& a) { return writer->Write(a); },
       [context] { return context->IsCancelled(); }));
 }
 
-grpc::Status WorkerServiceImpl::RendezvousSet(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::RendezvousSet(grpc::ServerContext* context,
                                               const v1::RendezvousSetRequest* request,
                                               v1::RendezvousSetResponse*) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (rendezvous_ == nullptr) return NoJobs();
   return ToGrpcStatus(rendezvous_->Set(request->namespace_(), request->key(), request->value()));
 }
@@ -65,6 +75,8 @@ grpc::Status WorkerServiceImpl::RendezvousSet(grpc::ServerContext*,
 grpc::Status WorkerServiceImpl::RendezvousGet(grpc::ServerContext* context,
                                               const v1::RendezvousGetRequest* request,
                                               v1::RendezvousGetResponse* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (rendezvous_ == nullptr) return NoJobs();
   absl::Duration timeout =
       request->has_timeout() ? FromProto(request->timeout()) : absl::ZeroDuration();
@@ -76,25 +88,31 @@ grpc::Status WorkerServiceImpl::RendezvousGet(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::ReportEvents(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::ReportEvents(grpc::ServerContext* context,
                                              grpc::ServerReader<v1::RankEvent>* reader,
                                              v1::ReportEventsResponse*) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (manager_ == nullptr) return NoJobs();
   v1::RankEvent event;
   while (reader->Read(&event)) manager_->OnEvent(event);
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::ReportExit(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::ReportExit(grpc::ServerContext* context,
                                            const v1::ReportExitRequest* request,
                                            v1::ReportExitResponse*) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (manager_ == nullptr) return NoJobs();
   return ToGrpcStatus(manager_->OnExit(*request));
 }
 
-grpc::Status WorkerServiceImpl::UploadArtifact(grpc::ServerContext*,
+grpc::Status WorkerServiceImpl::UploadArtifact(grpc::ServerContext* context,
                                                grpc::ServerReader<v1::ArtifactChunk>* reader,
                                                v1::ArtifactInfo* response) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (manager_ == nullptr || artifacts_ == nullptr) return NoJobs();
   v1::ArtifactChunk chunk;
   if (!reader->Read(&chunk) || !chunk.has_header()) {
@@ -113,8 +131,10 @@ grpc::Status WorkerServiceImpl::UploadArtifact(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status WorkerServiceImpl::FetchData(grpc::ServerContext*, const v1::FetchDataRequest* request,
+grpc::Status WorkerServiceImpl::FetchData(grpc::ServerContext* context, const v1::FetchDataRequest* request,
                                           grpc::ServerWriter<v1::DataChunk>* writer) {
+  absl::StatusOr<Caller> caller = authorizer_->Authorize(*context, Api::kWorkers);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
   if (artifacts_ == nullptr) return NoJobs();
   absl::StatusOr<std::string> path = artifacts_->UploadPath(request->artifact_id());
   if (!path.ok()) return ToGrpcStatus(path.status());

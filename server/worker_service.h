@@ -12,6 +12,7 @@
 
 #include "cohort/v1/worker_service.grpc.pb.h"
 #include "server/artifact_store.h"
+#include "server/auth.h"
 #include "server/job_manager.h"
 #include "server/rendezvous.h"
 #include "server/worker_registry.h"
@@ -21,10 +22,13 @@ namespace cohort::server {
 class WorkerServiceImpl final : public v1::WorkerService::Service {
  public:
   // Everything passed must outlive the service. Without `manager` (leases only), the
-  // job calls answer UNIMPLEMENTED.
-  explicit WorkerServiceImpl(WorkerRegistry* registry, JobManager* manager = nullptr,
-                             Rendezvous* rendezvous = nullptr, ArtifactStore* artifacts = nullptr)
-      : registry_(registry), manager_(manager), rendezvous_(rendezvous), artifacts_(artifacts) {}
+  // job calls answer UNIMPLEMENTED. Every call is authorized first (server/auth.h: the
+  // worker role only).
+  WorkerServiceImpl(const Authorizer* authorizer, WorkerRegistry* registry,
+                    JobManager* manager = nullptr, Rendezvous* rendezvous = nullptr,
+                    ArtifactStore* artifacts = nullptr)
+      : authorizer_(authorizer), registry_(registry), manager_(manager), rendezvous_(rendezvous),
+        artifacts_(artifacts) {}
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override;
@@ -50,6 +54,7 @@ class WorkerServiceImpl final : public v1::WorkerService::Service {
                          grpc::ServerWriter<v1::DataChunk>* writer) override;
 
  private:
+  const Authorizer* const authorizer_;
   WorkerRegistry* const registry_;
   JobManager* const manager_;
   Rendezvous* const rendezvous_;

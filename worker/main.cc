@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -17,6 +18,7 @@
 #include "common/names.h"
 #include "common/signals.h"
 #include "common/version.h"
+#include "proto/channel.h"
 #include "proto/grpc_logging.h"
 #include "worker/agent/agent.h"
 #include "worker/agent/coordinator_store.h"
@@ -41,8 +43,12 @@ std::string HostName() {
 // for standalone runs.
 absl::StatusOr<std::unique_ptr<cohort::trainer::collective::Store>> OpenStore(absl::string_view url) {
   if (cohort::agent::IsCoordinatorRendezvous(url)) {
+    // The agent's credentials, by the paths it passed (coordinator_store.h).
+    absl::StatusOr<cohort::ChannelSecurity> security =
+        cohort::LoadChannelSecurity(cohort::agent::SecurityFilesFromEnvironment());
+    if (!security.ok()) return security.status();
     absl::StatusOr<std::unique_ptr<cohort::agent::CoordinatorStore>> store =
-        cohort::agent::CoordinatorStore::Open(url, {});
+        cohort::agent::CoordinatorStore::Open(url, {}, *security);
     if (!store.ok()) return store.status();
     return std::unique_ptr<cohort::trainer::collective::Store>(std::move(*store));
   }
@@ -91,6 +97,24 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   cohort::trainer::TrainCommand train;
   CLI::App* train_app = cohort::trainer::AddTrainCommand(app, train);
+  // docs/security.md: the worker token and TLS files; the environment variables are
+  // also how the agent hands them to its trainers.
+  cohort::ChannelSecurityFiles security = cohort::agent::SecurityFilesFromEnvironment();
+  app.add_option("--token-file", security.token_file,
+                 "a file holding this agent's worker token on its first line (env COHORT_TOKEN_FILE)")
+      ->group("Security");
+  app.add_option("--tls-ca", security.tls_ca,
+                 "PEM CA of the coordinator's certificate: connect with TLS (env COHORT_TLS_CA)")
+      ->group("Security");
+  app.add_option("--tls-cert", security.tls_cert,
+                 "PEM client certificate, for a coordinator with --tls-client-ca (env COHORT_TLS_CERT)")
+      ->group("Security");
+  app.add_option("--tls-key", security.tls_key, "PEM private key of --tls-cert (env COHORT_TLS_KEY)")
+      ->group("Security");
+  app.add_option("--tls-server-name", security.tls_server_name,
+                 "the name the coordinator's certificate carries, when not the --coordinator host "
+                 "(env COHORT_TLS_SERVER_NAME)")
+      ->group("Security");
   cohort::trainer::PredictCommand predict;
   CLI::App* predict_app = cohort::trainer::AddPredictCommand(app, predict);
   try {
@@ -145,8 +169,17 @@ int main(int argc, char** argv) {
     cohort::v1::GpuInfo info;
     info.set_index(gpu.index);
     info.set_name(gpu.name);
+  // Trainers may start in another directory: they get absolute paths.
+  for (std::string* path : {&security.token_file, &security.tls_ca, &security.tls_cert, &security.tls_key}) {
+    if (!path->empty()) *path = std::filesystem::absolute(*path).string();
+  }
+  absl::StatusOr<cohort::ChannelSecurity> loaded = cohort::LoadChannelSecurity(security);
+  if (!loaded.ok()) return Fail(loaded.status());
+
     info.set_memory_bytes(gpu.memory_bytes);
     options.gpus.push_back(info);
+  options.security = *std::move(loaded);
+  options.security_files = security;
   }
   std::string gpu_warning;
   options.gpus.resize(

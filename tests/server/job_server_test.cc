@@ -411,7 +411,7 @@ TEST_CASE("Submit: dry run, idempotency, owner, queue limit, uploads, bad input"
     *req.mutable_spec() = spec;
     v1::SubmitJobResponse resp;
     REQUIRE(jobs.SubmitJob(&ctx, req, &resp).ok());
-    CHECK(resp.job().owner() == "alice");
+    CHECK(resp.job().owner() == "local");
   }
   {
     grpc::ClientContext ctx;
@@ -447,6 +447,7 @@ TEST_CASE("Submit: dry run, idempotency, owner, queue limit, uploads, bad input"
   CHECK(start.data_artifacts_size() == 3);  // the model, x, y
   grpc::ClientContext ctx;
   v1::FetchDataRequest fetch;
+    // Metadata cannot choose the owner: without authentication every job is "local"'s.
   fetch.set_artifact_id(spec.data().x().artifact_id());
   fetch.set_offset(10);
   auto reader = w1.stub().FetchData(&ctx, fetch);

@@ -458,7 +458,8 @@ TEST_CASE("A version-1 database gains the job tables", "[server]") {
     auto db = Database::Open(path);
     REQUIRE(db.ok());
     // Make it look like a database written by a cohort-server of schema version 1.
-    REQUIRE((*db)->Exec("DROP TABLE job_events; DROP TABLE jobs; PRAGMA user_version=1;").ok());
+    REQUIRE((*db)->Exec("DROP TABLE uploads; DROP TABLE job_events; DROP TABLE jobs; "
+                        "PRAGMA user_version=1;").ok());
     REQUIRE((*db)->Exec("INSERT INTO workers VALUES ('w', 'a', x'', 1, 'v', 1, 2)").ok());
   }
   auto db = Database::Open(path);

@@ -19,6 +19,7 @@
 #include "proto/channel.h"
 #include "proto/grpc_status.h"
 #include "proto/time_convert.h"
+#include "worker/agent/coordinator_store.h"
 
 namespace cohort::agent {
 namespace {
@@ -37,7 +38,7 @@ AgentOptions WithDefaults(AgentOptions options) {
 
 Agent::Agent(AgentOptions options)
     : options_(WithDefaults(std::move(options))), instance_id_(NewInstanceId()) {
-  std::shared_ptr<grpc::Channel> channel = CreateCoordinatorChannel(options_.coordinator);
+  std::shared_ptr<grpc::Channel> channel = CreateCoordinatorChannel(options_.coordinator, options_.security);
   stub_ = v1::WorkerService::NewStub(channel);
   jobs_ = v1::JobService::NewStub(channel);
   cache_ = std::make_unique<DataCache>(options_.work_dir + "/cache", stub_.get());
@@ -52,6 +53,7 @@ Agent::Agent(AgentOptions options)
   context.launch.coordinator = options_.coordinator;
   context.launch.advertise_address = options_.advertise_address;
   context.launch.threads = options_.threads_per_rank;
+  context.launch.env = SecurityEnvironment(options_.security_files);
   context.stop_grace = options_.stop_grace;
   context.rpc_timeout = options_.rpc_timeout;
   context.shutdown = &shutdown_;

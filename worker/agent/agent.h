@@ -39,6 +39,7 @@
 #include "worker/agent/agent_metrics.h"
 #include "worker/agent/artifact_transfer.h"
 #include "worker/agent/assignment_loop.h"
+#include "proto/channel.h"
 #include "worker/agent/event_forwarder.h"
 #include "worker/agent/rank_set.h"
 
@@ -50,6 +51,10 @@ struct AgentOptions {
   int cpu_slots = 1;
   // Address other workers' trainers reach this host at.
   std::string advertise_address;
+  // The token and TLS settings of every call to the coordinator, and the files they
+  // came from (absolute paths), which the trainers get (docs/security.md).
+  ChannelSecurity security;
+  ChannelSecurityFiles security_files;
   std::vector<v1::GpuInfo> gpus;
   absl::Duration rpc_timeout = absl::Seconds(5);
   absl::Duration max_backoff = absl::Seconds(2);

@@ -1,6 +1,7 @@
 #include "worker/agent/coordinator_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <grpcpp/client_context.h>
 
@@ -44,6 +45,36 @@ auto RetryUnavailable(absl::Time deadline, Attempt attempt) -> decltype(attempt(
 
 }  // namespace
 
+namespace {
+
+// Variable, and the member of ChannelSecurityFiles it carries.
+constexpr std::pair<const char*, std::string ChannelSecurityFiles::*> kSecurityVariables[] = {
+    {"COHORT_TOKEN_FILE", &ChannelSecurityFiles::token_file},
+    {"COHORT_TLS_CA", &ChannelSecurityFiles::tls_ca},
+    {"COHORT_TLS_CERT", &ChannelSecurityFiles::tls_cert},
+    {"COHORT_TLS_KEY", &ChannelSecurityFiles::tls_key},
+    {"COHORT_TLS_SERVER_NAME", &ChannelSecurityFiles::tls_server_name},
+};
+
+}  // namespace
+
+std::map<std::string, std::string> SecurityEnvironment(const ChannelSecurityFiles& files) {
+  std::map<std::string, std::string> env;
+  for (const auto& [name, member] : kSecurityVariables) {
+    if (!(files.*member).empty()) env[name] = files.*member;
+  }
+  return env;
+}
+
+ChannelSecurityFiles SecurityFilesFromEnvironment() {
+  ChannelSecurityFiles files;
+  for (const auto& [name, member] : kSecurityVariables) {
+    const char* value = std::getenv(name);
+    if (value != nullptr) files.*member = value;
+  }
+  return files;
+}
+
 bool IsCoordinatorRendezvous(absl::string_view url) { return absl::StartsWith(url, kScheme); }
 
 absl::StatusOr<CoordinatorRendezvous> ParseCoordinatorRendezvous(absl::string_view url) {
@@ -71,13 +102,13 @@ CoordinatorStore::CoordinatorStore(std::unique_ptr<v1::WorkerService::StubInterf
                                    std::string ns, Options options)
     : stub_(std::move(stub)), ns_(std::move(ns)), options_(options) {}
 
-absl::StatusOr<std::unique_ptr<CoordinatorStore>> CoordinatorStore::Open(absl::string_view url,
-                                                                         Options options) {
+absl::StatusOr<std::unique_ptr<CoordinatorStore>> CoordinatorStore::Open(
+    absl::string_view url, Options options, const ChannelSecurity& security) {
   absl::StatusOr<CoordinatorRendezvous> parsed = ParseCoordinatorRendezvous(url);
   if (!parsed.ok()) return parsed.status();
   return std::make_unique<CoordinatorStore>(
-      v1::WorkerService::NewStub(CreateCoordinatorChannel(parsed->coordinator)), parsed->ns,
-      options);
+      v1::WorkerService::NewStub(CreateCoordinatorChannel(parsed->coordinator, security)),
+      parsed->ns, options);
 }
 
 absl::Status CoordinatorStore::Set(absl::string_view key, absl::string_view value) {

@@ -12,6 +12,7 @@
 // (the coordinator restarting, a dropped connection) is retried with capped backoff for
 // `retry_for` (Set) or until the Get's timeout (Get). Thread-safe.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,12 +22,21 @@
 #include "absl/time/time.h"
 #include "cohort/v1/worker_service.grpc.pb.h"
 #include "common/address.h"
+#include "proto/channel.h"
 #include "worker/trainer/collective/store.h"
 
 namespace cohort::agent {
 
 // True for URLs of the coordinator:// form (parsed or not).
 bool IsCoordinatorRendezvous(absl::string_view url);
+
+// The trainers an agent launches call the coordinator with the agent's credentials
+// (docs/security.md): the agent hands them the paths of its --token-file and TLS files
+// (never the token itself) in COHORT_TOKEN_FILE, COHORT_TLS_CA, COHORT_TLS_CERT,
+// COHORT_TLS_KEY and COHORT_TLS_SERVER_NAME; empty settings are left out.
+std::map<std::string, std::string> SecurityEnvironment(const ChannelSecurityFiles& files);
+// The settings of those variables in this process's environment.
+ChannelSecurityFiles SecurityFilesFromEnvironment();
 
 // A parsed coordinator:// rendezvous URL.
 struct CoordinatorRendezvous {
@@ -50,9 +60,11 @@ class CoordinatorStore final : public trainer::collective::Store {
   // `stub` is owned.
   CoordinatorStore(std::unique_ptr<v1::WorkerService::StubInterface> stub, std::string ns,
                    Options options);
-  // A store on a new channel to the URL's coordinator; INVALID_ARGUMENT for a bad URL.
+  // A store on a new channel to the URL's coordinator (with `security`);
+  // INVALID_ARGUMENT for a bad URL.
   static absl::StatusOr<std::unique_ptr<CoordinatorStore>> Open(absl::string_view url,
-                                                                Options options);
+                                                                Options options,
+                                                                const ChannelSecurity& security = {});
 
   absl::Status Set(absl::string_view key, absl::string_view value) override;
   absl::StatusOr<std::vector<std::string>> Get(const std::vector<std::string>& keys,

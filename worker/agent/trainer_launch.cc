@@ -64,6 +64,7 @@ absl::StatusOr<std::string> TrainerJobYaml(const v1::Assignment& assignment,
 TrainerCommand TrainerCommandFor(const v1::Assignment& a, const RankPaths& paths,
                                  const LaunchSettings& settings) {
   TrainerCommand command;
+  command.env = settings.env;
   command.argv = {settings.trainer_binary,
                   "train",
                   paths.job_yaml,

@@ -50,6 +50,9 @@ struct LaunchSettings {
   HostPort coordinator;
   std::string advertise_address = "127.0.0.1";
   int threads = 0;  // --threads for CPU ranks; 0: the trainer's default
+  // Added to every rank's environment: the agent's credential files
+  // (coordinator_store.h, SecurityEnvironment).
+  std::map<std::string, std::string> env;
 };
 
 // `<trainer_binary> train <job.yaml> --rank R --world N --rendezvous

@@ -1,0 +1,28 @@
+#include "server/upload_ledger.h"
+
+namespace cohort::server {
+
+absl::Status UploadLedger::Record(const std::string& artifact_id, const std::string& owner,
+                                  int64_t size_bytes) {
+  auto stmt = db_->Prepare(
+      "INSERT OR IGNORE INTO uploads (artifact_id, owner, size_bytes) VALUES (?1, ?2, ?3)");
+  if (!stmt.ok()) return stmt.status();
+  return (*stmt)->Bind(1, artifact_id).Bind(2, owner).Bind(3, size_bytes).Run();
+}
+
+absl::StatusOr<bool> UploadLedger::Owns(const std::string& artifact_id, const std::string& owner) {
+  auto stmt = db_->Prepare("SELECT 1 FROM uploads WHERE artifact_id = ?1 AND owner = ?2");
+  if (!stmt.ok()) return stmt.status();
+  (*stmt)->Bind(1, artifact_id).Bind(2, owner);
+  return (*stmt)->Step();
+}
+
+absl::StatusOr<int64_t> UploadLedger::BytesOf(const std::string& owner) {
+  auto stmt = db_->Prepare("SELECT coalesce(sum(size_bytes), 0) FROM uploads WHERE owner = ?1");
+  if (!stmt.ok()) return stmt.status();
+  (*stmt)->Bind(1, owner);
+  if (auto row = (*stmt)->Step(); !row.ok()) return row.status();
+  return (*stmt)->ColumnInt(0);
+}
+
+}  // namespace cohort::server
