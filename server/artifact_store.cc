@@ -232,4 +232,24 @@ absl::StatusOr<std::string> ArtifactStore::JobArtifactPath(const std::string& jo
   return absl::StrCat(data_dir_, "/jobs/", job_id, "/", name);
 }
 
+absl::Status ArtifactStore::VerifyJobArtifact(const std::string& job_id,
+                                              const v1::ArtifactInfo& info) const {
+  absl::StatusOr<std::string> path = JobArtifactPath(job_id, info.name());
+  if (!path.ok()) return path.status();
+  std::error_code ec;
+  uintmax_t size = fs::file_size(*path, ec);
+  if (ec) return absl::DataLossError(absl::StrCat(*path, ": ", ec.message()));
+  if (static_cast<int64_t>(size) != info.size_bytes()) {
+    return absl::DataLossError(absl::StrCat(*path, " holds ", size, " bytes, ",
+                                            info.size_bytes(), " were received"));
+  }
+  absl::StatusOr<std::string> digest = Sha256OfFile(*path);
+  if (!digest.ok()) return absl::DataLossError(digest.status().message());
+  if (*digest != info.sha256()) {
+    return absl::DataLossError(absl::StrCat(*path, " is damaged: its sha256 is ", *digest,
+                                            ", ", info.sha256(), " was received"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace cohort::server

@@ -95,6 +95,11 @@ class ArtifactStore {
   // The path of job artifact `name` (checked, not required to exist).
   absl::StatusOr<std::string> JobArtifactPath(const std::string& job_id,
                                               const std::string& name) const;
+  // OK when the stored file of job artifact `info.name()` still has the size and
+  // SHA-256 recorded when it was received; DATA_LOSS saying what differs (or that the
+  // file is gone) otherwise. Reads the whole file: call it before relying on one, not
+  // on every request.
+  absl::Status VerifyJobArtifact(const std::string& job_id, const v1::ArtifactInfo& info) const;
 
   const ArtifactStoreOptions& options() const { return options_; }
 

@@ -6,7 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdio>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
@@ -252,6 +254,34 @@ std::vector<v1::DataArtifact> JobManager::DataArtifacts(const v1::JobSpec& spec)
   return out;
 }
 
+namespace {
+
+// The newest of the job's checkpoints whose stored bytes are still those received (size
+// and SHA-256, ArtifactStore::VerifyJobArtifact); "" when none is. The newer, damaged
+// ones are added to `damaged` (and logged): resuming from them would fail in the trainer,
+// which would then start over, while an older good one loses only an epoch or two.
+// Hashing under the manager's lock costs a read of the checkpoint per attempt, which
+// is small beside starting the attempt's trainers.
+std::string ResumeCheckpoint(const ArtifactStore& artifacts, const v1::Job& job,
+                             std::vector<std::string>* damaged) {
+  std::vector<const v1::ArtifactInfo*> checkpoints;
+  for (const v1::ArtifactInfo& a : job.artifacts()) {
+    if (absl::StartsWith(a.name(), "checkpoints/")) checkpoints.push_back(&a);
+  }
+  std::sort(checkpoints.begin(), checkpoints.end(),
+            [](const auto* a, const auto* b) { return a->name() > b->name(); });
+  for (const v1::ArtifactInfo* c : checkpoints) {
+    absl::Status verified = artifacts.VerifyJobArtifact(job.id(), *c);
+    if (verified.ok()) return c->name();
+    ScopedJobLogFields log_fields({job.id(), job.attempt() + 1, -1});
+    spdlog::warn("job {}: not resuming from {}: {}", job.id(), c->name(), verified.message());
+    damaged->push_back(c->name());
+  }
+  return "";
+}
+
+}  // namespace
+
 void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
   const std::string& id = placement.job_id;
   absl::StatusOr<v1::Job> job = store_->Get(id);
@@ -260,10 +290,8 @@ void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
     return;
   }
   const int32_t number = job->attempt() + 1;
-  std::string checkpoint;
-  for (const v1::ArtifactInfo& a : job->artifacts()) {
-    if (absl::StartsWith(a.name(), "checkpoints/") && a.name() > checkpoint) checkpoint = a.name();
-  }
+  std::vector<std::string> damaged;
+  const std::string checkpoint = ResumeCheckpoint(*artifacts_, *job, &damaged);
   v1::AttemptStarted started;
   started.set_attempt(number);
   for (const RankPlacement& r : placement.ranks) {
@@ -276,6 +304,10 @@ void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
       store_->Transition(id, v1::JOB_STATE_STARTING, "", [&](v1::Job& j) {
         j.set_attempt(number);
         *j.mutable_placements() = started.placements();
+        auto* list = j.mutable_artifacts();
+        for (int i = list->size() - 1; i >= 0; --i) {
+          if (absl::c_linear_search(damaged, list->Get(i).name())) list->DeleteSubrange(i, 1);
+        }
       });
   if (!starting.ok()) {
     spdlog::error("scheduler: cannot start job {}: {}", id, starting.status());
@@ -286,6 +318,21 @@ void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
   *event.mutable_attempt_started() = started;
   if (auto e = store_->AppendEvent(id, event); !e.ok()) {
     spdlog::warn("job {}: cannot record the attempt's placements: {}", id, e.status());
+  }
+  for (const std::string& name : damaged) {
+    if (absl::StatusOr<std::string> path = artifacts_->JobArtifactPath(id, name); path.ok()) {
+      std::remove(path->c_str());
+    }
+    v1::JobEvent warning;
+    warning.set_attempt(number);
+    warning.mutable_log()->set_rank(-1);
+    warning.mutable_log()->set_level(v1::LOG_LEVEL_WARNING);
+    warning.mutable_log()->set_text(absl::StrCat(
+        "dropped the damaged checkpoint '", name, "'; attempt ", number, " resumes from ",
+        checkpoint.empty() ? "the beginning" : absl::StrCat("'", checkpoint, "'")));
+    if (auto e = store_->AppendEvent(id, warning); !e.ok()) {
+      spdlog::warn("job {}: cannot record a dropped checkpoint: {}", id, e.status());
+    }
   }
   NotifyEvents();
   if (number == 1 && options_.on_first_placement) {

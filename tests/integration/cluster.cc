@@ -6,15 +6,15 @@
 
 namespace cohort::testing {
 
-Cluster::Cluster(std::string lease_ttl) : lease_ttl_(std::move(lease_ttl)), port_(FreePort()) {}
+Cluster::Cluster(std::string lease_ttl, std::string host)
+    : lease_ttl_(std::move(lease_ttl)), host_(std::move(host)), port_(FreePort()) {}
 
 bool Cluster::StartServer() {
   std::string log = dir_.File("server-" + std::to_string(server_starts_++) + ".log");
-  server_ = std::make_unique<Process>(
-      std::vector<std::string>{COHORT_SERVER_BIN, "--listen", address(), "--data-dir",
-                               dir_.File("data"), "--lease-ttl", lease_ttl_,
-                               "--shutdown-grace", "3s"},
-      log);
+  std::vector<std::string> argv{COHORT_SERVER_BIN, "--listen", address(), "--data-dir",
+                                data_dir(), "--lease-ttl", lease_ttl_, "--shutdown-grace", "3s"};
+  argv.insert(argv.end(), server_args_.begin(), server_args_.end());
+  server_ = std::make_unique<Process>(argv, log);
   return WaitUntil([&] { return !server_->Running() ? true : Cli({"workers"}).status.code == 0; },
                    absl::Seconds(20)) &&
          server_->Running();
@@ -27,10 +27,16 @@ ExitStatus Cluster::StopServer() {
 }
 
 Process& Cluster::StartWorker(const std::string& name, int slots) {
-  auto p = std::make_unique<Process>(
-      std::vector<std::string>{COHORT_WORKER_BIN, "--coordinator", address(), "--name", name,
-                               "--slots", std::to_string(slots)},
-      dir_.File("worker-" + name + ".log"));
+  return StartWorker(name, WorkerOptions{.slots = slots});
+}
+
+Process& Cluster::StartWorker(const std::string& name, const WorkerOptions& options) {
+  std::vector<std::string> argv = options.wrapper;
+  argv.insert(argv.end(), {COHORT_WORKER_BIN, "--coordinator", address(), "--name", name,
+                           "--slots", std::to_string(options.slots), "--work-dir",
+                           dir_.File("work-" + name)});
+  argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
+  auto p = std::make_unique<Process>(argv, dir_.File("worker-" + name + ".log"), options.env);
   Process& ref = *p;
   workers_[name] = std::move(p);
   return ref;

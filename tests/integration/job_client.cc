@@ -1,10 +1,13 @@
 #include "tests/integration/job_client.h"
 
+#include <algorithm>
+
 #include <grpcpp/client_context.h>
 #include <grpcpp/create_channel.h>
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/job/job_spec_yaml.h"
@@ -126,5 +129,36 @@ grpc::Status JobClient::Cancel(const std::string& id, v1::Job* job) {
 }
 
 std::string StateName(v1::JobState state) { return v1::JobState_Name(state); }
+
+std::string WorkerOfRank(const v1::Job& job, int rank) {
+  for (const v1::Placement& p : job.placements()) {
+    if (p.rank() == rank) return p.worker();
+  }
+  return "";
+}
+
+bool HasArtifact(const v1::Job& job, absl::string_view prefix) {
+  return std::any_of(job.artifacts().begin(), job.artifacts().end(),
+                     [&](const v1::ArtifactInfo& a) { return absl::StartsWith(a.name(), prefix); });
+}
+
+void CheckNothingLost(const std::vector<v1::JobEvent>& events, v1::JobState final_state) {
+  REQUIRE(!events.empty());
+  for (size_t i = 0; i < events.size(); ++i) {
+    INFO("event " << i);
+    REQUIRE(events[i].sequence() == static_cast<int64_t>(i) + 1);
+  }
+  REQUIRE(events.back().has_state_change());
+  CHECK(events.back().state_change().to() == final_state);
+}
+
+std::set<int> EndedEpochs(const std::vector<v1::JobEvent>& events, int attempt) {
+  std::set<int> epochs;
+  for (const v1::JobEvent& e : events) {
+    if (e.has_epoch() && (attempt == 0 || e.attempt() == attempt)) epochs.insert(e.epoch().epoch());
+  }
+  return epochs;
+}
+
 
 }  // namespace cohort::testing

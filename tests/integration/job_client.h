@@ -4,10 +4,13 @@
 // back through the generated stub, on a real coordinator (tests/integration/cluster.h).
 // Failures are Catch2 REQUIREs, so a test reads as the steps a user takes.
 
+#include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cohort/v1/job_service.grpc.pb.h"
 #include "tests/support/temp_dir.h"
@@ -67,5 +70,15 @@ class JobClient {
 
 // "JOB_STATE_RUNNING" for messages.
 std::string StateName(v1::JobState state);
+
+// The worker that runs `rank` in the job's current attempt ("" if none).
+std::string WorkerOfRank(const v1::Job& job, int rank);
+// Whether the job has an artifact whose name starts with `prefix`.
+bool HasArtifact(const v1::Job& job, absl::string_view prefix);
+// REQUIREs that event sequence numbers run 1, 2, ... without a gap, and CHECKs that the
+// last event is the one that made the job `final_state`.
+void CheckNothingLost(const std::vector<v1::JobEvent>& events, v1::JobState final_state);
+// The epochs that ended (EpochEnd events), of `attempt` or (0) of every attempt.
+std::set<int> EndedEpochs(const std::vector<v1::JobEvent>& events, int attempt = 0);
 
 }  // namespace cohort::testing

@@ -30,44 +30,10 @@ constexpr char kPython[] = COHORT_VENV_PYTHON;
 // Long enough that a loaded 2-core machine misses no heartbeat while two trainers run.
 constexpr char kLeaseTtl[] = "3s";
 
-// The worker that runs `rank` in the job's current attempt.
-std::string WorkerOfRank(const v1::Job& job, int rank) {
-  for (const v1::Placement& p : job.placements()) {
-    if (p.rank() == rank) return p.worker();
-  }
-  return "";
-}
-
 std::set<std::string> Workers(const v1::Job& job) {
   std::set<std::string> names;
   for (const v1::Placement& p : job.placements()) names.insert(p.worker());
   return names;
-}
-
-bool HasArtifact(const v1::Job& job, absl::string_view prefix) {
-  return std::any_of(job.artifacts().begin(), job.artifacts().end(),
-                     [&](const v1::ArtifactInfo& a) { return absl::StartsWith(a.name(), prefix); });
-}
-
-// Event sequence numbers run 1, 2, ... without a gap, and the last event is the one
-// that made the job final.
-void CheckNothingLost(const std::vector<v1::JobEvent>& events, v1::JobState final_state) {
-  REQUIRE(!events.empty());
-  for (size_t i = 0; i < events.size(); ++i) {
-    INFO("event " << i);
-    REQUIRE(events[i].sequence() == static_cast<int64_t>(i) + 1);
-  }
-  REQUIRE(events.back().has_state_change());
-  CHECK(events.back().state_change().to() == final_state);
-}
-
-// The epochs that ended (EpochEnd events), over every attempt.
-std::set<int> EndedEpochs(const std::vector<v1::JobEvent>& events, int attempt = 0) {
-  std::set<int> epochs;
-  for (const v1::JobEvent& e : events) {
-    if (e.has_epoch() && (attempt == 0 || e.attempt() == attempt)) epochs.insert(e.epoch().epoch());
-  }
-  return epochs;
 }
 
 // No trainer process of the job is left on this machine.

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/fault_point.h"
 #include "common/logging.h"
 #include "common/transfer/file_chunks.h"
 #include "common/transfer/sha256.h"
@@ -137,6 +138,8 @@ absl::Status UploadArtifact(v1::WorkerService::StubInterface* stub, const v1::Ra
                             const std::string& name, const std::string& path,
                             TransferOptions options) {
   const std::string what = absl::StrCat("upload of '", name, "'");
+  const std::string fault_point =
+      absl::StrCat("upload-", std::filesystem::path(name).filename().string());
   absl::StatusOr<std::string> sha = Sha256OfFile(path);
   if (!sha.ok()) return Prefix(sha.status(), what);
   std::error_code ec;
@@ -155,11 +158,15 @@ absl::Status UploadArtifact(v1::WorkerService::StubInterface* stub, const v1::Ra
     header->set_sha256(*sha);
     bool first = true;
     bool broken = false;
-    absl::Status sent = SendFileChunks(path, 0, [&](absl::string_view data, int64_t, int64_t) {
+    absl::Status sent = SendFileChunks(path, 0, [&](absl::string_view data, int64_t offset, int64_t) {
       if (!first) chunk.clear_header();
       first = false;
       chunk.set_data(std::string(data));
-      if (writer->Write(chunk)) return true;
+      if (writer->Write(chunk)) {
+        // The fault suite kills a process here, with the stream open (mid-upload).
+        if (offset == 0) FaultPoint(fault_point);
+        return true;
+      }
       broken = true;
       return false;
     });

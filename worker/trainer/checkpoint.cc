@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/fault_point.h"
 #include "common/npy/npy_header.h"
 #include "common/zip/zip_reader.h"
 #include "common/zip/zip_writer.h"
@@ -115,6 +116,7 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string& dir, const Checkp
   };
   if (absl::Status s = add("meta.json", meta.dump()); !s.ok()) return s;
   if (absl::Status s = add("params.npy", NpyBytes(state.params)); !s.ok()) return s;
+  FaultPoint("checkpoint-write");  // tests/faults: half a checkpoint is on disk
   for (size_t i = 0; i < state.optimizer.size(); ++i) {
     if (absl::Status s = add(absl::StrCat("optimizer_", i, ".npy"), NpyBytes(state.optimizer[i]));
         !s.ok()) {

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/fault_point.h"
 #include "common/job/compile_overrides.h"
 #include "common/logging.h"
 #include "worker/trainer/allocator.h"
@@ -178,6 +179,8 @@ absl::Status Run::Connect() {
   if (o_.world == 1) return absl::OkStatus();
   if (o_.store == nullptr) return absl::InvalidArgumentError("a rendezvous store is required");
   store_ = std::make_unique<collective::PrefixStore>(o_.rendezvous_prefix, o_.store);
+  // tests/faults: this rank has started, its peers wait for it in the rendezvous.
+  FaultPoint(absl::StrCat("rank", o_.rank, "-rendezvous"));
   absl::StatusOr<std::unique_ptr<collective::Collective>> c;
   if (device_.is_cuda()) {
 #if COHORT_HAVE_NCCL
@@ -289,6 +292,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   absl::Time start = absl::Now(), last_event = start, last_stats = start;
   int64_t samples = 0;
   StepStats stats;
+  const std::string step_fault_point = absl::StrCat("rank", o_.rank, "-step");  // tests/faults
   for (int64_t step = 0; step < plan.steps(); ++step) {
     absl::Time step_start = absl::Now();
     StepTiming timing;
@@ -330,6 +334,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
           "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
           " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
     }
+    FaultPoint(step_fault_point);  // gradients summed, weights not yet updated
     optimizer_->Step(*flat_);
     samples += slice.global_rows;
     absl::Time now = absl::Now();

@@ -1,0 +1,150 @@
+#include "tests/faults/fault_harness.h"
+
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "tests/support/process.h"
+
+namespace cohort::testing {
+namespace {
+
+const std::string kSource = COHORT_SOURCE_DIR;
+constexpr char kPython[] = COHORT_VENV_PYTHON;
+
+}  // namespace
+
+DigitsJob FaultJob(const std::string& name) {
+  DigitsJob job;
+  job.name = name;
+  job.workers = 2;
+  job.epochs = kFaultEpochs;
+  job.batch_size = 64;
+  job.max_restarts = 3;
+  job.every_epochs = 1;
+  return job;
+}
+
+const DigitsData& SharedDigits() {
+  static DigitsData* data = new DigitsData();  // made once, removed at exit by nobody:
+  return *data;                                // a TempDir the kernel's tmp cleaning owns
+}
+
+std::mt19937_64 SeededRandom(const std::string& test) {
+  uint64_t seed = 0;
+  const char* given = std::getenv("COHORT_FAULT_SEED");
+  if (given == nullptr || !absl::SimpleAtoi(given, &seed)) seed = std::random_device{}();
+  std::fprintf(stderr, "%s: fault seed %llu (rerun with COHORT_FAULT_SEED=%llu)\n", test.c_str(),
+               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  return std::mt19937_64(seed);
+}
+
+FaultPoints::FaultPoints(const std::string& point) : point_(point) {
+  name_ = point.substr(0, point.rfind('@'));
+}
+
+std::map<std::string, std::string> FaultPoints::env() const {
+  return {{"COHORT_FAULT_DIR", dir_.path()}, {"COHORT_FAULT_POINT", point_}};
+}
+
+int FaultPoints::WaitForHit(absl::Duration timeout) {
+  int pid = 0;
+  bool hit = WaitUntil(
+      [&] {
+        std::string text(absl::StripAsciiWhitespace(ReadFile(dir_.File(name_ + ".hit"))));
+        return absl::SimpleAtoi(text, &pid) && pid > 0;
+      },
+      timeout);
+  INFO("fault point " << point_ << " was never reached");
+  REQUIRE(hit);
+  return pid;
+}
+
+void FaultPoints::Release() { WriteFile(dir_.File(name_ + ".go"), "go\n"); }
+
+const std::string& UndisturbedModel() {
+  static std::string* model = nullptr;
+  static TempDir* dir = nullptr;
+  if (model != nullptr) return *model;
+  dir = new TempDir();
+  const DigitsData& digits = SharedDigits();
+  std::string job = dir->File("job.yaml");
+  WriteFile(job, DigitsJobYaml(FaultJob("undisturbed"), digits.dir()));
+  std::vector<std::unique_ptr<Process>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.push_back(std::make_unique<Process>(
+        std::vector<std::string>{COHORT_WORKER_BIN, "train", job, "--rank", std::to_string(r),
+                                 "--world", "2", "--rendezvous", "file://" + dir->File("rendezvous"),
+                                 "--out", dir->File("out")},
+        dir->File(absl::StrCat("rank", r, ".log"))));
+  }
+  for (auto& rank : ranks) {
+    std::optional<ExitStatus> exit = rank->Wait(absl::Seconds(300));
+    INFO(rank->Output());
+    REQUIRE(exit.has_value());
+    REQUIRE(exit->code == 0);
+  }
+  model = new std::string(dir->File("out/model.keras"));
+  return *model;
+}
+
+void CheckSameWeights(const std::string& model) {
+  // rtol 0: every variable (weights and optimizer state) holds the same bytes.
+  CommandResult r = RunCommand({kPython, kSource + "/tests/worker/trainer/training_fixtures.py",
+                                "compare", UndisturbedModel(), model, "--rtol", "0"},
+                               absl::Seconds(120));
+  INFO("weights against the undisturbed run: " << r.output);
+  REQUIRE((r.status.code == 0 || r.status.code == 1));
+  nlohmann::json verdict = nlohmann::json::parse(r.out, nullptr, false);
+  REQUIRE(verdict.is_object());
+  CHECK(verdict["ok"] == true);
+}
+
+std::string ProcessesMatching(const std::string& text) {
+  CommandResult r = RunCommand({"/usr/bin/pgrep", "-a", "-f", text});
+  return r.status.code == 0 ? r.out : "";
+}
+
+void StopAndCheckNothingLeft(Cluster& cluster, const std::vector<std::string>& workers) {
+  for (const std::string& name : workers) {
+    Process& w = cluster.worker(name);
+    w.Signal(SIGTERM);
+  }
+  for (const std::string& name : workers) {
+    INFO("agent " << name << " did not stop on SIGTERM");
+    CHECK(cluster.worker(name).Wait(absl::Seconds(60)).has_value());
+  }
+  if (cluster.server().Running()) cluster.StopServer();
+  std::string left;
+  bool none = WaitUntil(
+      [&] {
+        left = ProcessesMatching(cluster.dir().path());
+        return left.empty();
+      },
+      absl::Seconds(30));
+  INFO("processes left:\n" << left);
+  REQUIRE(none);
+}
+
+bool Listed(Cluster& cluster, const std::string& job_id) {
+  CommandResult r = cluster.Cli({"list", "-o", "json"});
+  INFO(r.output);
+  REQUIRE(r.status.code == 0);
+  nlohmann::json jobs = nlohmann::json::parse(r.out, nullptr, false);
+  REQUIRE(jobs.is_array());
+  for (const auto& j : jobs) {
+    if (j.value("id", "") == job_id) return true;
+  }
+  return false;
+}
+
+}  // namespace cohort::testing
