@@ -164,19 +164,32 @@ def ResourceProblems(docs):
     return problems
 
 
+def ArgValue(container, flag):
+    """The value of `flag=VALUE` in the container's args; None when absent."""
+    return next((a.split("=", 1)[1] for a in container.get("args", []) if a.startswith(flag + "=")), None)
+
+
 def ProbeProblems(docs):
-    """The coordinator: native gRPC readiness and liveness probes on its gRPC port.
-    Every long-running container: a readiness and a liveness probe."""
+    """The coordinator: native gRPC readiness and liveness probes on its gRPC port, or,
+    when that port speaks TLS (which Kubernetes' gRPC probes cannot), on its plaintext
+    --health-listen port. Every long-running container: a readiness and a liveness probe."""
     problems = []
     coordinator = Find(docs, "StatefulSet", "cohort-coordinator")
     for c in PodSpec(coordinator)["containers"]:
         ports = {p["containerPort"] for p in c.get("ports", []) if p.get("name") == "grpc"}
+        where = "the gRPC port"
+        if ArgValue(c, "--tls-cert") is not None:
+            where = "the plaintext --health-listen port"
+            health = (ArgValue(c, "--health-listen") or "").rpartition(":")[2]
+            ports = {int(health)} if health.isdigit() else set()
+            if not ports & {p["containerPort"] for p in c.get("ports", [])}:
+                problems.append(f"coordinator/{c['name']}: TLS on the gRPC port but no --health-listen container port for the probes")
         for probe in ("readinessProbe", "livenessProbe"):
             grpc = c.get(probe, {}).get("grpc")
             if grpc is None:
                 problems.append(f"coordinator/{c['name']}: no gRPC {probe}")
             elif grpc.get("port") not in ports:
-                problems.append(f"coordinator/{c['name']}: {probe} is not on the gRPC port {ports}")
+                problems.append(f"coordinator/{c['name']}: {probe} is not on {where} {ports}")
     for w in (d for d in docs if d["kind"] in ("StatefulSet", "DaemonSet", "Deployment")):
         for c in PodSpec(w)["containers"]:
             for probe in ("readinessProbe", "livenessProbe"):
@@ -317,6 +330,68 @@ def SecretProblems(docs):
     return problems
 
 
+def SecretKey(spec, container, path):
+    """The key of the Secret that a file `path` of the container comes from, or None.
+    (A Secret volume without `items` shows every key as a file of its name.)"""
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    for m in container.get("volumeMounts", []):
+        prefix = m["mountPath"].rstrip("/") + "/"
+        secret = volumes.get(m["name"], {}).get("secret")
+        if secret is None or not path.startswith(prefix):
+            continue
+        name = path[len(prefix):]
+        items = secret.get("items")
+        if items is None:
+            return name
+        return next((i["key"] for i in items if i["path"] == name), None)
+    return None
+
+
+def SecretUseProblems(docs):
+    """The binaries read the Secret the pods mount (docs/security.md): the coordinator
+    serves its non-loopback port with a token file and TLS from the Secret, never
+    --insecure; the agents call with a worker token and check the coordinator's
+    certificate, from the Secret too, and see none of the coordinator's keys. The
+    Secret is not optional: without it a pod must not start."""
+    problems = []
+    sts = Find(docs, "StatefulSet", "cohort-coordinator")
+    spec = PodSpec(sts)
+    c = spec["containers"][0]
+    listen = ArgValue(c, "--listen") or ""
+    if "--insecure" in c.get("args", []):
+        problems.append("coordinator: --insecure (serves without the checks of docs/security.md)")
+    if not listen.startswith(("127.", "localhost:", "[::1]:")):
+        for flag in ("--token-file", "--tls-cert", "--tls-key"):
+            value = ArgValue(c, flag)
+            if value is None:
+                problems.append(f"coordinator: serves {listen} without {flag}")
+            elif SecretKey(spec, c, value) is None:
+                problems.append(f"coordinator: {flag}={value} is not a file of a mounted Secret")
+    ds = Find(docs, "DaemonSet", "cohort-agent")
+    agent_spec = PodSpec(ds)
+    a = agent_spec["containers"][0]
+    wanted = [("--token-file", "the coordinator requires a worker token")]
+    if ArgValue(c, "--tls-cert") is not None:
+        wanted.append(("--tls-ca", "the coordinator serves TLS"))
+    for flag, why in wanted:
+        value = ArgValue(a, flag)
+        if value is None:
+            problems.append(f"agent: no {flag} ({why})")
+        elif SecretKey(agent_spec, a, value) is None:
+            problems.append(f"agent: {flag}={value} is not a file of a mounted Secret")
+    coordinator_keys = {SecretKey(spec, c, ArgValue(c, f)) for f in ("--token-file", "--tls-key")
+                        if ArgValue(c, f) is not None}
+    for m in a.get("volumeMounts", []):
+        for key in coordinator_keys - {None}:
+            if SecretKey(agent_spec, a, m["mountPath"].rstrip("/") + "/" + key) == key:
+                problems.append(f"agent: mounts the coordinator's {key} (the token file or TLS key)")
+    for name, pod in (("coordinator", spec), ("agent", agent_spec)):
+        for v in pod.get("volumes", []):
+            if "secret" in v and v["secret"].get("optional"):
+                problems.append(f"{name}: the Secret {v['secret']['secretName']} is optional, but the flags read it")
+    return problems
+
+
 def NamespaceProblems(docs):
     cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume",
                       "StorageClass", "PriorityClass"}
@@ -343,7 +418,7 @@ def SharedVolumeProblems(docs):
 def AllPolicies(docs, gpu):
     return (ImageProblems(docs) + SecurityProblems(docs) + ResourceProblems(docs) +
             ProbeProblems(docs) + CoordinatorProblems(docs) + AgentProblems(docs, gpu) +
-            SecretProblems(docs) + NamespaceProblems(docs))
+            SecretProblems(docs) + SecretUseProblems(docs) + NamespaceProblems(docs))
 
 
 class Rendered:
@@ -471,6 +546,18 @@ class ManifestsTest(unittest.TestCase):
             "hostNetwork": ("cpu", lambda d: Agent(d).update(hostNetwork=True)),
             "not on a writable volume": ("gpu", lambda d: Agent(d)["containers"][0]["args"].__setitem__(1, "--work-dir=/opt/work")),
             "has its content": ("cpu", lambda d: d.append({"kind": "Secret", "metadata": {"name": "x", "namespace": NAMESPACE}, "data": {"token": "c2VjcmV0"}})),
+            "coordinator: --insecure": ("cpu", lambda d: Coordinator(d)["containers"][0]["args"].append("--insecure")),
+            "without --token-file": ("cpu", lambda d: Coordinator(d)["containers"][0]["args"].remove("--token-file=/etc/cohort/secrets/tokens")),
+            "without --tls-cert": ("gpu", lambda d: Coordinator(d)["containers"][0]["args"].remove("--tls-cert=/etc/cohort/secrets/tls.crt")),
+            "--token-file=/tmp/tokens is not a file of a mounted Secret": ("cpu", lambda d: Coordinator(d)["containers"][0]["args"].__setitem__(Coordinator(d)["containers"][0]["args"].index("--token-file=/etc/cohort/secrets/tokens"), "--token-file=/tmp/tokens")),
+            "--tls-key=/etc/cohort/secrets/key.pem is not a file": ("cpu", lambda d: Coordinator(d)["containers"][0]["args"].__setitem__(Coordinator(d)["containers"][0]["args"].index("--tls-key=/etc/cohort/secrets/tls.key"), "--tls-key=/etc/cohort/secrets/key.pem")),
+            "is optional, but the flags read it": ("gpu", lambda d: [v["secret"].update(optional=True) for v in Agent(d)["volumes"] if "secret" in v]),
+            "agent: no --token-file": ("cpu", lambda d: Agent(d)["containers"][0]["args"].remove("--token-file=/etc/cohort/secrets/worker-token")),
+            "agent: no --tls-ca": ("gpu", lambda d: Agent(d)["containers"][0]["args"].remove("--tls-ca=/etc/cohort/secrets/ca.crt")),
+            "agent: --token-file=/var/lib/cohort/token is not": ("cpu", lambda d: Agent(d)["containers"][0]["args"].__setitem__(Agent(d)["containers"][0]["args"].index("--token-file=/etc/cohort/secrets/worker-token"), "--token-file=/var/lib/cohort/token")),
+            "agent: mounts the coordinator's tokens": ("cpu", lambda d: [v["secret"].pop("items") for v in Agent(d)["volumes"] if "secret" in v]),
+            "is not on the plaintext --health-listen port": ("cpu", lambda d: Coordinator(d)["containers"][0]["readinessProbe"]["grpc"].update(port=7070)),
+            "no --health-listen container port": ("gpu", lambda d: Coordinator(d)["containers"][0]["args"].remove("--health-listen=0.0.0.0:7071")),
         }
         for expected, (overlay, mutate) in cases.items():
             with self.subTest(violation=expected):

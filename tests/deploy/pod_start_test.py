@@ -6,11 +6,13 @@ builds what the kubelet would: the environment (the ConfigMap through envFrom, t
 downward API's NODE_NAME, POD_IP and limits.cpu), the argv (command + args, $(VAR)
 expanded), and runs it on loopback: the Service DNS name becomes 127.0.0.1 and a free
 port, paths under /var/lib/cohort a temporary directory, tini (not installed here) is
-left out. Then it checks what a cluster would see: the coordinator answers the
-native gRPC probe (grpc.health.v1, with Python's grpcio), the agent registers under
-the node's name with the pod's IP, and both stop cleanly on SIGTERM within the pod's
-terminationGracePeriodSeconds. A flag renamed in a binary but not in the manifests
-fails here.
+left out, and the Secret cohort-secrets is a directory of files made for the test (a
+token file, a worker token, a CA and the coordinator's certificate from the openssl
+CLI). Then it checks what a cluster would see: the coordinator answers the native gRPC
+probe (grpc.health.v1, with Python's grpcio) on the port the probes name, the agent
+registers under the node's name with the pod's IP (over TLS, with the worker token),
+and both stop cleanly on SIGTERM within the pod's terminationGracePeriodSeconds. A
+flag renamed in a binary but not in the manifests fails here.
 
 Run: .venv/bin/python tests/deploy/pod_start_test.py SERVER WORKER CLIENT
 (ctest: deploy_pod_start, with the binaries of the build).
@@ -42,6 +44,31 @@ def FreePort():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+ADMIN_TOKEN = "pod-start-admin-token-5e1a9c"
+WORKER_TOKEN = "pod-start-worker-token-7b3d2f"
+
+
+def MakeSecrets(directory):
+    """The keys of the Secret cohort-secrets (docs/kubernetes.md, section 3) as files."""
+    os.makedirs(directory)
+    def Run(*argv):
+        subprocess.run(["openssl", *argv], check=True, capture_output=True, timeout=60)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    path = lambda name: os.path.join(directory, name)
+    Run("req", "-x509", *ec, "-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "1",
+        "-subj", "/CN=cohort-test-ca")
+    Run("req", *ec, "-keyout", path("tls.key"), "-out", path("tls.csr"), "-subj", "/CN=cohort-coordinator")
+    with open(path("san.ext"), "w") as f:
+        f.write("subjectAltName=DNS:cohort-coordinator,IP:127.0.0.1\n")
+    Run("x509", "-req", "-in", path("tls.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+        "-CAcreateserial", "-out", path("tls.crt"), "-days", "1", "-extfile", path("san.ext"))
+    with open(path("tokens"), "w") as f:
+        f.write(f"{ADMIN_TOKEN} platform admin\n{WORKER_TOKEN} nodes worker\n")
+    with open(path("worker-token"), "w") as f:
+        f.write(WORKER_TOKEN + "\n")
+    return directory
 
 
 def Expand(text, env):
@@ -127,10 +154,15 @@ class PodStartTest(unittest.TestCase):
         self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
         port = FreePort()
         address = f"127.0.0.1:{port}"
+        health_port = FreePort()
+        secrets = MakeSecrets(os.path.join(tmp, "secrets"))
+        self.client_flags = ["--token", ADMIN_TOKEN, "--tls-ca", os.path.join(secrets, "ca.crt")]
         base_env = {k: v for k, v in os.environ.items() if not k.startswith("COHORT_")}
         # The coordinator's Service name, wherever it appears, becomes loopback.
         service = r"cohort-coordinator(\.[\w.-]+)?:7070"
         replacements = [(r"^--listen=0\.0\.0\.0:\d+$", f"--listen={address}"),
+                        (r"^--health-listen=0\.0\.0\.0:\d+$", f"--health-listen=127.0.0.1:{health_port}"),
+                        (r"/etc/cohort/secrets", secrets),
                         (r"/var/lib/cohort", tmp), (service, address)]
 
         sts = m.Find(docs, "StatefulSet", "cohort-coordinator")
@@ -138,6 +170,11 @@ class PodStartTest(unittest.TestCase):
         env = ContainerEnvironment(docs, sts, c)
         argv = Argv(c, env, replacements)
         self.assertIn(f"--listen={address}", argv, "the coordinator's --listen was not found")
+        # The kubelet probes the port the probes name: the --health-listen one here.
+        probe_ports = {c[p]["grpc"]["port"] for p in ("readinessProbe", "livenessProbe")}
+        self.assertEqual(len(probe_ports), 1)
+        self.assertIn(f"--health-listen=0.0.0.0:{probe_ports.pop()}", c["args"])
+        self.probe_address = f"127.0.0.1:{health_port}"
         server = Pod(argv, {**base_env, **env}, os.path.join(tmp, "coordinator.log"))
         self.addCleanup(server.Kill)
         grace = m.PodSpec(sts).get("terminationGracePeriodSeconds", 30)
@@ -156,13 +193,14 @@ class PodStartTest(unittest.TestCase):
         return r.stdout.strip()
 
     def Workers(self, address):
-        r = subprocess.run([BINARIES["cohort"], "--coordinator", address, "workers", "-o", "json"],
+        r = subprocess.run([BINARIES["cohort"], "--coordinator", address, *self.client_flags,
+                            "workers", "-o", "json"],
                            capture_output=True, text=True, timeout=30)
         return {w["name"]: w for w in json.loads(r.stdout)} if r.returncode == 0 else {}
 
     def test_cpu_overlay_coordinator_and_agent(self):
         docs, tmp, address, server, grace, (agent_argv, agent_env), agent_grace = self.Start("cpu")
-        self.assertEqual(WaitFor(lambda: self.Probe(address) == "SERVING", 30), True,
+        self.assertEqual(WaitFor(lambda: self.Probe(self.probe_address) == "SERVING", 30), True,
                          server.Output())
         agent = Pod(agent_argv, agent_env, os.path.join(tmp, "agent.log"))
         self.addCleanup(agent.Kill)
@@ -180,7 +218,7 @@ class PodStartTest(unittest.TestCase):
 
     def test_gpu_overlay_coordinator_answers_and_agent_says_why_it_cannot_run_without_gpus(self):
         docs, tmp, address, server, grace, (agent_argv, agent_env), agent_grace = self.Start("gpu")
-        self.assertEqual(WaitFor(lambda: self.Probe(address) == "SERVING", 30), True,
+        self.assertEqual(WaitFor(lambda: self.Probe(self.probe_address) == "SERVING", 30), True,
                          server.Output())
         # What the device plugin sets for two GPUs.
         agent_env["NVIDIA_VISIBLE_DEVICES"] = "GPU-0a0a0a0a-0000-0000-0000-000000000000,GPU-1b1b1b1b-0000-0000-0000-000000000000"
