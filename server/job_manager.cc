@@ -68,8 +68,7 @@ void JobManager::Stop() {
     stopping_ = true;
     outbox_changed_.SignalAll();
   }
-  absl::MutexLock lock(&events_mu_);
-  events_stop_ = true;
+  watch_hub_.Close();
 }
 
 bool JobManager::stopping() {
@@ -107,23 +106,7 @@ void JobManager::RunPass() {
   Schedule();
 }
 
-uint64_t JobManager::EventGeneration() {
-  absl::MutexLock lock(&events_mu_);
-  return event_generation_;
-}
-
-void JobManager::NotifyEvents() {
-  absl::MutexLock lock(&events_mu_);
-  ++event_generation_;
-}
-
-void JobManager::WaitForEvents(uint64_t seen, absl::Duration timeout) {
-  absl::MutexLock lock(&events_mu_);
-  auto changed = [this, seen]() ABSL_SHARED_LOCKS_REQUIRED(events_mu_) {
-    return event_generation_ != seen || events_stop_;
-  };
-  events_mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
-}
+void JobManager::NotifyEvents(const std::string& job_id) { watch_hub_.Notify(job_id); }
 
 int32_t JobManager::BusySlots(const std::string& worker) {
   absl::MutexLock lock(&mu_);
@@ -220,7 +203,15 @@ std::vector<WorkerCapacity> JobManager::FreeCapacity() {
 
 void JobManager::Schedule() {
   if (stopping_) return;
-  absl::StatusOr<std::vector<QueuedJob>> waiting = store_->Waiting();
+  std::vector<WorkerCapacity> free = FreeCapacity();
+  int64_t free_cpu = 0, free_gpu = 0;
+  for (const WorkerCapacity& w : free) {
+    free_cpu += static_cast<int64_t>(w.free_cpu_slots.size());
+    free_gpu += static_cast<int64_t>(w.free_gpus.size());
+  }
+  if (free_cpu == 0 && free_gpu == 0) return;  // a full cluster places nothing: no read
+  // No more jobs of a kind than free slots of it can be placed (each takes one or more).
+  absl::StatusOr<std::vector<QueuedJob>> waiting = store_->Waiting(free_cpu, free_gpu);
   if (!waiting.ok()) {
     spdlog::error("scheduler: cannot read the queue: {}", waiting.status());
     return;
@@ -228,7 +219,7 @@ void JobManager::Schedule() {
   if (waiting->empty()) return;
   std::map<std::string, SlotKind> kinds;
   for (const QueuedJob& q : *waiting) kinds[q.id] = q.kind;
-  for (const JobPlacement& p : server::Schedule(*std::move(waiting), FreeCapacity())) {
+  for (const JobPlacement& p : server::Schedule(*std::move(waiting), std::move(free))) {
     StartAttempt(p, kinds[p.job_id]);
   }
 }
@@ -334,7 +325,7 @@ void JobManager::StartAttempt(const JobPlacement& placement, SlotKind kind) {
       spdlog::warn("job {}: cannot record a dropped checkpoint: {}", id, e.status());
     }
   }
-  NotifyEvents();
+  NotifyEvents(id);
   if (number == 1 && options_.on_first_placement) {
     options_.on_first_placement(clock_->Now() - FromProto(starting->created_at()));
   }
@@ -404,7 +395,7 @@ void JobManager::BeginFailure(const std::string& job_id, const std::string& reas
   if (auto e = store_->AppendEvent(job_id, event); !e.ok()) {
     spdlog::warn("job {}: {}", job_id, e.status());
   }
-  NotifyEvents();
+  NotifyEvents(job_id);
   rendezvous_->Drop(Rendezvous::Namespace(job_id, attempt.number));
   StopAttempt(job_id, attempt);
   SettleFailure(job_id, false);
@@ -442,7 +433,7 @@ void JobManager::FailAttempt(const std::string& job_id, const std::string& reaso
   ScopedJobLogFields log_fields({job_id, attempt.number, -1});
   spdlog::warn("job {} attempt {} failed ({}): {}", job_id, attempt.number,
                to == v1::JOB_STATE_FAILED ? "job FAILED" : "restarting", reason);
-  NotifyEvents();
+  NotifyEvents(job_id);
   Wake();
 }
 
@@ -460,7 +451,7 @@ void JobManager::Succeed(const std::string& job_id) {
   if (!job.ok()) spdlog::error("job {}: {}", job_id, job.status());
   ScopedJobLogFields log_fields({job_id, number, -1});
   spdlog::info("job {} succeeded (attempt {})", job_id, number);
-  NotifyEvents();
+  NotifyEvents(job_id);
   Wake();
 }
 
@@ -483,7 +474,7 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std:
     StopAttempt(job_id, it->second);
     attempts_.erase(it);
   }
-  NotifyEvents();
+  NotifyEvents(job_id);
   Wake();
   return cancelled;
 }

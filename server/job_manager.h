@@ -62,6 +62,7 @@
 #include "server/job_store.h"
 #include "server/rendezvous.h"
 #include "server/scheduler.h"
+#include "server/watch_hub.h"
 #include "server/worker_registry.h"
 
 namespace cohort::server {
@@ -100,11 +101,10 @@ class JobManager {
   int32_t BusySlots(const std::string& worker);
   // FAILED_PRECONDITION for a job already final (other than CANCELLED, a no-op).
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
-  // Event notification for watchers: a counter bumped on every stored event.
-  uint64_t EventGeneration();
-  void NotifyEvents();
-  // Returns once the generation passes `seen`, `timeout` passes, or Stop() was called.
-  void WaitForEvents(uint64_t seen, absl::Duration timeout);
+  // Wakes the watchers of `job_id` (WatchJob streams) after an event of it was stored.
+  void NotifyEvents(const std::string& job_id);
+  // Where WatchJob streams wait for their job's events; closed by Stop().
+  WatchHub& watch_hub() { return watch_hub_; }
   bool stopping();
 
   // --- agents ---
@@ -197,9 +197,7 @@ class JobManager {
   bool wake_ ABSL_GUARDED_BY(wake_mu_) = false;
   bool loop_stop_ ABSL_GUARDED_BY(wake_mu_) = false;
 
-  absl::Mutex events_mu_;
-  uint64_t event_generation_ ABSL_GUARDED_BY(events_mu_) = 0;
-  bool events_stop_ ABSL_GUARDED_BY(events_mu_) = false;
+  WatchHub watch_hub_;
 
   std::thread loop_;
 };

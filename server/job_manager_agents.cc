@@ -146,7 +146,7 @@ void JobManager::OnEvent(const v1::RankEvent& event) {
         if (job.ok() && job->state() == v1::JOB_STATE_STARTING) {
           job = store_->Transition(r.job_id(), v1::JOB_STATE_RUNNING, "");
           if (!job.ok()) spdlog::error("job {}: {}", r.job_id(), job.status());
-          NotifyEvents();
+          NotifyEvents(r.job_id());
         }
         return;
       }
@@ -170,7 +170,7 @@ void JobManager::OnEvent(const v1::RankEvent& event) {
     }
   }
   // Outside the lock: a job ended meanwhile refuses the event, which is then moot.
-  if (store_->AppendEvent(r.job_id(), std::move(stored)).ok()) NotifyEvents();
+  if (store_->AppendEvent(r.job_id(), std::move(stored)).ok()) NotifyEvents(r.job_id());
 }
 
 absl::Status JobManager::OnExit(const v1::ReportExitRequest& request) {

@@ -103,7 +103,7 @@ absl::StatusOr<v1::Job> JobServiceImpl::Submit(const v1::SubmitJobRequest& reque
   absl::StatusOr<v1::Job> job = store_->Insert(valid->stored, request.idempotency_key(), owner);
   if (!job.ok()) return job.status();
   spdlog::info("job {} submitted by {}", job->id(), owner);
-  manager_->NotifyEvents();
+  manager_->NotifyEvents(job->id());
   manager_->Wake();
   return job;
 }
@@ -168,8 +168,11 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
     return ToGrpcStatus(visible.status());
   }
   int64_t after = std::max<int64_t>(0, request->after_sequence());
+  // Subscribed before the first read: an event stored after a read wakes the wait.
+  WatchHub::Subscription watch(&manager_->watch_hub(), request->job_id());
+  bool checked_final = false;
   while (true) {
-    uint64_t generation = manager_->EventGeneration();
+    uint64_t generation = watch.Generation();
     absl::StatusOr<std::vector<v1::JobEvent>> events =
         store_->Events(request->job_id(), after, kWatchBatch);
     if (!events.ok()) return ToGrpcStatus(events.status());
@@ -179,15 +182,19 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
       if (EndsJob(e)) return grpc::Status::OK;
     }
     if (static_cast<int32_t>(events->size()) == kWatchBatch) continue;
-    absl::StatusOr<v1::Job> job = store_->Get(request->job_id());
-    if (!job.ok()) return ToGrpcStatus(job.status());
-    // Nothing more will come: the final event was before after_sequence.
-    if (JobStore::IsFinal(job->state()) && job->last_sequence() <= after) return grpc::Status::OK;
+    if (!checked_final) {
+      // Nothing more will come when the final event was before after_sequence. Checked
+      // once: a job that ends later has its final event after `after`, which ends the loop.
+      absl::StatusOr<v1::Job> job = store_->Get(request->job_id());
+      if (!job.ok()) return ToGrpcStatus(job.status());
+      if (JobStore::IsFinal(job->state()) && job->last_sequence() <= after) return grpc::Status::OK;
+      checked_final = true;
+    }
     if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "watcher went away");
-    if (manager_->stopping()) {
+    if (manager_->watch_hub().closed()) {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the coordinator is shutting down");
     }
-    manager_->WaitForEvents(generation, absl::Milliseconds(500));
+    watch.Wait(generation, absl::Milliseconds(500));
   }
 }
 

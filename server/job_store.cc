@@ -308,16 +308,33 @@ absl::StatusOr<std::vector<QueuedJob>> JobStore::Queued() {
   return InStates({v1::JOB_STATE_QUEUED});
 }
 
-absl::StatusOr<std::vector<QueuedJob>> JobStore::Waiting() {
-  return InStates({v1::JOB_STATE_QUEUED, v1::JOB_STATE_RESTARTING});
+absl::StatusOr<std::vector<QueuedJob>> JobStore::Waiting(int64_t max_cpu, int64_t max_gpu) {
+  const std::vector<v1::JobState> waiting = {v1::JOB_STATE_QUEUED, v1::JOB_STATE_RESTARTING};
+  if (max_cpu == INT64_MAX && max_gpu == INT64_MAX) return InStates(waiting);
+  const std::string cuda = absl::StrCat(static_cast<int>(v1::DEVICE_TYPE_CUDA));
+  std::vector<QueuedJob> out;
+  for (auto [where, limit] : {std::pair{"device != " + cuda, max_cpu},
+                              std::pair{"device = " + cuda, max_gpu}}) {
+    if (limit <= 0) continue;
+    absl::StatusOr<std::vector<QueuedJob>> some = InStates(waiting, where, limit);
+    if (!some.ok()) return some.status();
+    out.insert(out.end(), some->begin(), some->end());
+  }
+  std::stable_sort(out.begin(), out.end(), [](const QueuedJob& a, const QueuedJob& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.sequence < b.sequence;
+  });
+  return out;
 }
 
-absl::StatusOr<std::vector<QueuedJob>> JobStore::InStates(const std::vector<v1::JobState>& states) {
+absl::StatusOr<std::vector<QueuedJob>> JobStore::InStates(const std::vector<v1::JobState>& states,
+                                                          const std::string& where,
+                                                          int64_t limit) {
   absl::MutexLock lock(&mu_);
   auto stmt = db_->Prepare(absl::StrCat(
       "SELECT id, priority, seq, workers, device FROM jobs WHERE state IN (", StateList(states),
-      ") ORDER BY priority DESC, seq ASC"));
+      ")", where.empty() ? "" : " AND ", where, " ORDER BY priority DESC, seq ASC LIMIT ?1"));
   if (!stmt.ok()) return stmt.status();
+  (*stmt)->Bind(1, limit);
   std::vector<QueuedJob> out;
   while (true) {
     absl::StatusOr<bool> row = (*stmt)->Step();

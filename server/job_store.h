@@ -82,8 +82,12 @@ class JobStore {
 
   // The QUEUED jobs in schedule order: priority descending, then submission sequence.
   absl::StatusOr<std::vector<QueuedJob>> Queued();
-  // The jobs waiting for slots, QUEUED and RESTARTING, in the same order.
-  absl::StatusOr<std::vector<QueuedJob>> Waiting();
+  // The jobs waiting for slots, QUEUED and RESTARTING, in the same order: the first
+  // `max_cpu` that run on CPU slots and the first `max_gpu` that run on GPUs. The
+  // scheduler asks for no more than it has free slots of each kind (a job takes at least
+  // one), so a pass reads a few rows however long the queue is.
+  absl::StatusOr<std::vector<QueuedJob>> Waiting(int64_t max_cpu = INT64_MAX,
+                                                 int64_t max_gpu = INT64_MAX);
 
   absl::StatusOr<v1::Job> Update(const std::string& id, const std::function<void(v1::Job&)>& edit);
 
@@ -122,7 +126,11 @@ class JobStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteJob(const v1::Job& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteEvent(const v1::JobEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<QueuedJob>> InStates(const std::vector<v1::JobState>& states);
+  // Jobs in `states` in schedule order; `where` (SQL, may be empty) narrows them, and at
+  // most `limit` are read.
+  absl::StatusOr<std::vector<QueuedJob>> InStates(const std::vector<v1::JobState>& states,
+                                                  const std::string& where = "",
+                                                  int64_t limit = -1);
 
   Database* const db_;
   Clock* const clock_;

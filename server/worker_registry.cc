@@ -72,7 +72,7 @@ absl::Status WorkerRegistry::Load() {
   return absl::OkStatus();
 }
 
-absl::Status WorkerRegistry::Persist(const Entry& e) {
+absl::Status WorkerRegistry::Persist(Entry& e) {
   auto stmt = db_->Prepare(
       "INSERT INTO workers (name, address, resources, state, version, registered_at_us, "
       "last_seen_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT(name) DO UPDATE SET "
@@ -86,7 +86,9 @@ absl::Status WorkerRegistry::Persist(const Entry& e) {
       .Bind(5, e.info.version())
       .Bind(6, absl::ToUnixMicros(FromProto(e.info.registered_at())))
       .Bind(7, absl::ToUnixMicros(FromProto(e.info.last_seen())));
-  return (*stmt)->Run();
+  absl::Status s = (*stmt)->Run();
+  if (s.ok()) e.persisted = clock_->Now();
+  return s;
 }
 
 absl::StatusOr<v1::RegisterResponse> WorkerRegistry::Register(const v1::RegisterRequest& request) {
@@ -146,7 +148,9 @@ absl::StatusOr<v1::HeartbeatResponse> WorkerRegistry::Heartbeat(
   absl::Time now = clock_->Now();
   e->expires = now + options_.lease_ttl;
   ToProto(now, e->info.mutable_last_seen());
-  if (absl::Status s = Persist(*e); !s.ok()) return s;
+  if (now - e->persisted >= options_.lease_ttl) {
+    if (absl::Status s = Persist(*e); !s.ok()) return s;
+  }
   v1::HeartbeatResponse response;
   ToProto(options_.lease_ttl, response.mutable_lease_ttl());
   return response;

@@ -14,7 +14,9 @@
 // Leases live in memory only: they belong to one coordinator process. Worker records
 // (name, address, resources, state, times) are written to the database before a call
 // returns, so a restarted coordinator lists every worker it knew, as LOST until each
-// registers again.
+// registers again. A heartbeat only moves last_seen, and writes it at most once per
+// `lease_ttl` (1,000 agents at one heartbeat per second would otherwise be 1,000
+// database writes per second): the stored last_seen is at most one TTL old.
 //
 // - A listener (SetListener) hears of every worker that becomes LOST or LEFT, so the
 //   job manager can fail the attempts that ran there. It is called with the registry's
@@ -71,12 +73,13 @@ class WorkerRegistry {
     std::string instance_id;
     std::string lease_id;  // empty when no lease is held
     absl::Time expires;
+    absl::Time persisted = absl::InfinitePast();  // when the row was last written
   };
 
   WorkerRegistry(Database* db, Clock* clock, Options options)
       : db_(db), clock_(clock), options_(options) {}
   absl::Status Load();
-  absl::Status Persist(const Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Persist(Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<std::string> ExpireLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Finds the live entry holding `lease_id`, or null.
   Entry* FindLease(const std::string& lease_id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "proto/time_convert.h"
 #include "tests/support/temp_dir.h"
 
 namespace cohort::server {
@@ -120,6 +121,33 @@ TEST_CASE("A restarted registry lists known workers as LOST until they return", 
   REQUIRE(registry->Register(Request("w1", "i1", 3)).ok());
   CHECK(StateOf(*registry, "w1") == v1::WORKER_STATE_ALIVE);
   CHECK(registry->List({v1::WORKER_STATE_ALIVE}).size() == 1);
+}
+
+TEST_CASE("Heartbeats write last_seen to the database at most once per lease TTL", "[server]") {
+  TempDir dir;
+  ManualClock clock;
+  const absl::Time registered = clock.Now();
+  auto db = *Database::Open(dir.File("cohort.db"));
+  // What a coordinator restarted now would list as w1's last_seen.
+  auto stored_last_seen = [&] {
+    auto reader = *WorkerRegistry::Create(db.get(), &clock, {});
+    return FromProto(reader->List().at(0).last_seen());
+  };
+  auto registry = *WorkerRegistry::Create(db.get(), &clock, {.lease_ttl = absl::Seconds(10)});
+  auto lease = registry->Register(Request("w1", "i1"));
+  REQUIRE(lease.ok());
+  v1::HeartbeatRequest hb;
+  hb.set_lease_id(lease->lease_id());
+  for (int i = 0; i < 3; ++i) {
+    clock.Advance(absl::Seconds(3));
+    REQUIRE(registry->Heartbeat(hb).ok());
+  }
+  // 9 s after registering: in memory the heartbeat is current, the row not yet rewritten.
+  CHECK(FromProto(registry->List().at(0).last_seen()) == registered + absl::Seconds(9));
+  CHECK(stored_last_seen() == registered);
+  clock.Advance(absl::Seconds(3));
+  REQUIRE(registry->Heartbeat(hb).ok());  // 12 s: more than a TTL since the last write
+  CHECK(stored_last_seen() == registered + absl::Seconds(12));
 }
 
 }  // namespace
