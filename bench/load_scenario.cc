@@ -364,13 +364,13 @@ LoadReport RunLoadScenario(const LoadOptions& o) {
         break;
       }
       const int64_t registered = flapper.counts().registrations;
-      flapper.Silence(o.lease_ttl + absl::Milliseconds(1500));
+      flapper.Silence(o.lease_ttl + absl::Seconds(1));
       ++flaps;
       say(absl::StrCat("flap ", f + 1, ": flappy silent with ", flapper.running(), " ranks"));
       // Back, registered again, and up for a while before the next flap.
       testing::WaitUntil([&] { return drained || flapper.counts().registrations > registered; },
                          o.lease_ttl * 4 + absl::Seconds(10));
-      absl::SleepFor(o.lease_ttl);
+      absl::SleepFor(absl::Milliseconds(1500));
     }
   });
 
@@ -471,9 +471,9 @@ LoadReport RunLoadScenario(const LoadOptions& o) {
     problems.Add("no job lost an attempt with the flapping worker: the flaps tested nothing");
   }
   report.flapper_registrations = flapper.counts().registrations;
-  if (report.flapper_registrations != report.flaps + 1) {
+  if (report.flapper_registrations < report.flaps + 1) {
     problems.Add(absl::StrCat("the flapping worker registered ", report.flapper_registrations,
-                              " times for ", report.flaps, " flaps (expected one more)"));
+                              " times for ", report.flaps, " flaps (it did not come back)"));
   }
   for (size_t w = 0; w + 1 < workers.size(); ++w) {
     report.steady_registrations += workers[w]->counts().registrations;

@@ -38,9 +38,10 @@ struct LoadOptions {
   int submits = 1000;
   int submit_clients = 8;
   int flaps = 3;
-  absl::Duration lease_ttl = absl::Seconds(3);
-  // How long each simulated rank trains.
-  absl::Duration run_time = absl::Milliseconds(200);
+  absl::Duration lease_ttl = absl::Seconds(2);
+  // How long each simulated rank trains: long enough that the jobs outlast the flaps
+  // (24 slots, ~1,100 ranks: about 20 s), short enough for a test.
+  absl::Duration run_time = absl::Milliseconds(400);
   int32_t slots_per_worker = 8;
   absl::Duration idle_probe = absl::Seconds(2);
   // Each GetJob of the prober must answer within this (else it counts as a stall).
