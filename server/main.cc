@@ -83,7 +83,7 @@ int Fail(const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cohort::BlockTerminationSignals();
+  cohort::CatchTerminationSignals();
 
   CLI::App app{"cohort-server: the Cohort coordinator (job API, scheduler, worker registry)"};
   std::string listen = "127.0.0.1:7070";

@@ -125,9 +125,9 @@ int main(int argc, char** argv) {
   }
   if (train_app->parsed()) return cohort::trainer::RunTrainCommand(train, OpenStore);
   if (predict_app->parsed()) return cohort::trainer::RunPredictCommand(predict);
-  // Only the agent handles SIGTERM/SIGINT on a thread of its own (before any thread
-  // starts); train and predict keep the default action and stop at once.
-  cohort::BlockTerminationSignals();
+  // Only the agent catches SIGTERM/SIGINT (to stop its ranks and deregister); train
+  // and predict keep the default action and stop at once.
+  cohort::CatchTerminationSignals();
   if (coordinator.empty()) {
     std::fprintf(stderr, "cohort-worker: error: --coordinator (or COHORT_COORDINATOR) is required\n");
     return 2;

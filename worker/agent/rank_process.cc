@@ -113,19 +113,25 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(RankProcessOptio
   }
   int dev_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = getpid();
+  // Signals stay blocked from fork until the child has reset the agent's handlers
+  // (common/signals.h), so a SIGTERM sent to the child meanwhile cannot run the agent's
+  // handler in it; the child then starts with nothing blocked.
+  sigset_t all, before;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &before);
   pid_t pid = fork();
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);  // the parent died before prctl
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigaction(SIGTERM, &dfl, nullptr);
     sigaction(SIGINT, &dfl, nullptr);
     sigaction(SIGPIPE, &dfl, nullptr);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     if (dev_null >= 0) dup2(dev_null, 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
@@ -136,6 +142,7 @@ absl::StatusOr<std::unique_ptr<RankProcess>> RankProcess::Start(RankProcessOptio
     _exit(127);
   }
   int fork_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (dev_null >= 0) close(dev_null);
   close(out[1]);
   close(err[1]);

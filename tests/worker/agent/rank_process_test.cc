@@ -117,7 +117,7 @@ TEST_CASE("a program that cannot run is an error, not a child", "[agent][process
 }
 
 TEST_CASE("Stop sends SIGTERM, even when the agent blocks it", "[agent][process]") {
-  // The agent blocks SIGTERM for its signal thread; children must not inherit that.
+  // Whatever the calling thread blocks, children must start with SIGTERM unblocked.
   sigset_t term, old;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
