@@ -44,6 +44,7 @@ Process& Cluster::StartWorker(const std::string& name, const WorkerOptions& opti
 
 CommandResult Cluster::Cli(std::vector<std::string> args) {
   std::vector<std::string> argv{COHORT_CLIENT_BIN, "--coordinator", address()};
+  argv.insert(argv.end(), client_args_.begin(), client_args_.end());
   argv.insert(argv.end(), args.begin(), args.end());
   return RunCommand(argv, absl::Seconds(30));
 }

@@ -49,7 +49,9 @@ class Cluster {
   Process& StartWorker(const std::string& name, const WorkerOptions& options);
   Process& worker(const std::string& name) { return *workers_.at(name); }
 
-  // Runs `cohort --coordinator ADDR args...`.
+  // Flags every Cli() call gets before its own (--token, --tls-ca, ...).
+  void set_client_args(std::vector<std::string> args) { client_args_ = std::move(args); }
+  // Runs `cohort --coordinator ADDR <client args> args...`.
   CommandResult Cli(std::vector<std::string> args);
   // `cohort workers -o json`, parsed; name -> worker object. Empty on failure.
   std::map<std::string, nlohmann::json> Workers();
@@ -63,6 +65,7 @@ class Cluster {
   std::string host_;
   int port_;
   std::vector<std::string> server_args_;
+  std::vector<std::string> client_args_;
   int server_starts_ = 0;
   std::unique_ptr<Process> server_;
   std::map<std::string, std::unique_ptr<Process>> workers_;

@@ -58,9 +58,11 @@ std::string DigitsData::Write(const DigitsJob& job) const {
   return path;
 }
 
-JobClient::JobClient(const std::string& address)
-    : stub_(v1::JobService::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+JobClient::JobClient(const std::string& address, const ChannelSecurity& security) {
+  absl::StatusOr<HostPort> hp = ParseHostPort(address);
+  REQUIRE(hp.ok());
+  stub_ = v1::JobService::NewStub(CreateCoordinatorChannel(*hp, security));
+}
 
 std::string JobClient::Submit(const std::string& yaml_path) {
   absl::StatusOr<job::JobSpec> spec = job::LoadJobSpec(yaml_path);

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "cohort/v1/job_service.grpc.pb.h"
+#include "proto/channel.h"
 #include "tests/support/temp_dir.h"
 
 namespace cohort::testing {
@@ -46,7 +47,8 @@ class DigitsData {
 
 class JobClient {
  public:
-  explicit JobClient(const std::string& address);
+  // `security`: the token and TLS settings of the calls (proto/channel.h).
+  explicit JobClient(const std::string& address, const ChannelSecurity& security = {});
 
   // Submits the job spec file `yaml_path`; REQUIREs success and returns the job id.
   std::string Submit(const std::string& yaml_path);
