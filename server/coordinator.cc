@@ -95,7 +95,8 @@ absl::Status Coordinator::Start() {
       uploads_.get(),
       JobServiceOptions{.max_queued_jobs = options_.max_queued_jobs,
                         .max_queued_jobs_per_user = options_.max_queued_jobs_per_user,
-                        .max_upload_bytes_per_user = options_.max_upload_bytes_per_user});
+                        .max_upload_bytes_per_user = options_.max_upload_bytes_per_user,
+                        .max_watches = options_.max_watches});
   worker_service_ = std::make_unique<WorkerServiceImpl>(authorizer_.get(), workers_.get(),
                                                         manager_.get(), rendezvous_.get(),
                                                         artifacts_.get());

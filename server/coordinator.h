@@ -61,6 +61,7 @@ struct CoordinatorOptions {
   ArtifactStoreOptions artifacts;      // --max-upload-bytes, --max-model-bytes
   int64_t max_queued_jobs = 10000;     // --max-queued-jobs
   int64_t max_queued_jobs_per_user = 0;   // --max-queued-jobs-per-user; 0: no limit
+  int64_t max_watches = 1000;          // --max-watches
   int64_t max_upload_bytes_per_user = 0;  // --max-upload-bytes-per-user; 0: no limit
   CoordinatorSecurity security;
   JobLimits limits;                    // --max-model-layers, --allowed-data-root, ...

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/logging.h"
@@ -167,6 +168,13 @@ grpc::Status JobServiceImpl::WatchJob(grpc::ServerContext* context,
   if (absl::StatusOr<v1::Job> visible = VisibleJob(*caller, request->job_id()); !visible.ok()) {
     return ToGrpcStatus(visible.status());
   }
+  if (watches_.fetch_add(1) >= options_.max_watches) {
+    watches_.fetch_sub(1);
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                        absl::StrCat("too many WatchJob streams are open (--max-watches ",
+                                     options_.max_watches, "); watch again later"));
+  }
+  absl::Cleanup close = [this] { watches_.fetch_sub(1); };
   int64_t after = std::max<int64_t>(0, request->after_sequence());
   // Subscribed before the first read: an event stored after a read wakes the wait.
   WatchHub::Subscription watch(&manager_->watch_hub(), request->job_id());

@@ -9,9 +9,14 @@
 // spec with no id. The owner is the "x-cohort-user" metadata value, else "local".
 // WatchJob sends stored events after after_sequence, then new ones as they are stored,
 // and ends after the event that made the job final (at once for a job already final
-// and fully sent). DownloadArtifact streams a job's artifact from an offset; model.keras
-// only once the job SUCCEEDED (FAILED_PRECONDITION before).
+// and fully sent); each stream waits on its own job (server/watch_hub.h). At most
+// --max-watches streams are open at once (RESOURCE_EXHAUSTED beyond): the gRPC sync
+// server gives every open stream a thread of its own, so the bound keeps watchers from
+// taking an unbounded number of threads and their memory. DownloadArtifact streams a
+// job's artifact from an offset; model.keras only once the job SUCCEEDED
+// (FAILED_PRECONDITION before).
 
+#include <atomic>
 #include <cstdint>
 
 #include "cohort/v1/job_service.grpc.pb.h"
@@ -24,6 +29,7 @@ namespace cohort::server {
 
 struct JobServiceOptions {
   int64_t max_queued_jobs = 10000;  // --max-queued-jobs
+  int64_t max_watches = 1000;       // --max-watches: WatchJob streams open at once
 };
 
 class JobServiceImpl final : public v1::JobService::Service {
@@ -58,6 +64,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   const JobValidator* const validator_;
   JobManager* const manager_;
   const JobServiceOptions options_;
+  std::atomic<int64_t> watches_{0};  // WatchJob streams open now
 };
 
 }  // namespace cohort::server

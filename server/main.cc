@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> allowed_data_roots;
   std::string start_timeout = "120s";
   int64_t max_queued_jobs_per_user = 0;
+  int64_t max_watches = 1000;
   std::string max_upload_bytes_per_user = "0";
   std::string token_file, tls_cert, tls_key, tls_client_ca;
   bool insecure = false;
@@ -139,6 +140,10 @@ int main(int argc, char** argv) {
                  "absolute path the server can read");
   app.add_option("--max-queued-jobs", max_queued_jobs,
                  "refuse submits while this many jobs are queued or running")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-watches", max_watches,
+                 "most WatchJob streams open at once (each holds a server thread)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   app.add_option("--max-queued-jobs-per-user", max_queued_jobs_per_user,
@@ -202,6 +207,7 @@ int main(int argc, char** argv) {
   options.artifacts.max_model_bytes = *model;
   options.max_queued_jobs = max_queued_jobs;
   options.max_queued_jobs_per_user = max_queued_jobs_per_user;
+  options.max_watches = max_watches;
   if (max_upload_bytes_per_user != "0") {
     absl::StatusOr<int64_t> per_user = ParseBytes(max_upload_bytes_per_user, "--max-upload-bytes-per-user");
     if (!per_user.ok()) return Fail(per_user.status());
