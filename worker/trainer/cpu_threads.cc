@@ -1,0 +1,26 @@
+#include "worker/trainer/cpu_threads.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <thread>
+
+#include <torch/torch.h>
+
+namespace cohort::trainer {
+
+int DefaultCpuThreads(int local_ranks) {
+  int cores = static_cast<int>(std::thread::hardware_concurrency());
+  return std::max(1, cores / std::max(1, local_ranks));
+}
+
+void SetCpuThreads(int threads) {
+  torch::set_num_threads(threads);
+  // Looked up, not linked: the BLAS is whichever library libblas.so.3 is at run time.
+  using SetThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
+    set(threads);
+  }
+}
+
+}  // namespace cohort::trainer
