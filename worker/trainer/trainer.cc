@@ -16,6 +16,7 @@
 #include "worker/trainer/allocator.h"
 #include "worker/trainer/batch_plan.h"
 #include "worker/trainer/checkpoint.h"
+#include "worker/trainer/cpu_threads.h"
 #include "worker/trainer/collective/gloo_collective.h"
 #include "worker/trainer/collective/prefix_store.h"
 #include "worker/trainer/dataset.h"
@@ -138,11 +139,7 @@ absl::Status Run::Setup() {
     device_ = torch::Device(torch::kCUDA,
                             static_cast<int8_t>(o_.rank % torch::cuda::device_count()));
   }
-  int threads = o_.threads;
-  if (threads <= 0) {
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / o_.world);
-  }
-  torch::set_num_threads(threads);
+  SetCpuThreads(o_.threads > 0 ? o_.threads : DefaultCpuThreads(o_.world));
 
   absl::StatusOr<KerasModelFile> file = LoadKerasModel(spec.model.path);
   if (!file.ok()) return file.status();
@@ -329,7 +326,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     phases.reduce_end = absl::Now();
     // Gradients are the same on every rank after the all-reduce, so every rank stops
     // at the same step.
-    if (!torch::isfinite(flat_->grad()).all().item<bool>() || !std::isfinite(step_loss)) {
+    if (!flat_->GradFinite() || !std::isfinite(step_loss)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
           " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
