@@ -118,10 +118,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--timeout", timeout, "deadline of each unary call to the coordinator")
       ->capture_default_str();
-
-  CLI::App* version = app.add_subcommand("version", "print the client's version");
-
-  CLI::App* workers = app.add_subcommand("workers", "list the workers of the cluster");
   // docs/security.md: the token and TLS settings of a coordinator that asks for them.
   auto env_or_empty = [](const char* name) {
     const char* value = std::getenv(name);
@@ -145,6 +141,10 @@ int main(int argc, char** argv) {
                  "the name the coordinator's certificate carries, when it is not the "
                  "--coordinator host (env COHORT_TLS_SERVER_NAME)")
       ->group("Security");
+
+  CLI::App* version = app.add_subcommand("version", "print the client's version");
+
+  CLI::App* workers = app.add_subcommand("workers", "list the workers of the cluster");
   std::string workers_output = "table";
   workers->add_option("-o,--output", workers_output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
@@ -227,6 +227,15 @@ int main(int argc, char** argv) {
   }
   connection.coordinator = *address;
   connection.timeout = *deadline;
+  // First of --token, --token-file, COHORT_TOKEN, COHORT_TOKEN_FILE.
+  if (token_file_flag->count() > 0 && token_flag->count() == 0) security.token.clear();
+  if (!security.token.empty()) security.token_file.clear();
+  absl::StatusOr<cohort::ChannelSecurity> loaded = cohort::LoadChannelSecurity(security);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "cohort: error: %s\n", std::string(loaded.status().message()).c_str());
+    return kExitUsage;
+  }
+  connection.security = *std::move(loaded);
 
   if (workers->parsed()) return RunWorkersCommand(connection, Format(workers_output));
   if (status->parsed()) return RunStatusCommand(connection, job_id, Format(status_output));
@@ -238,15 +247,6 @@ int main(int argc, char** argv) {
       std::optional<cohort::v1::JobState> state = JobStateFromName(name);
       if (!state) {
         std::fprintf(stderr,
-  // First of --token, --token-file, COHORT_TOKEN, COHORT_TOKEN_FILE.
-  if (token_file_flag->count() > 0 && token_flag->count() == 0) security.token.clear();
-  if (!security.token.empty()) security.token_file.clear();
-  absl::StatusOr<cohort::ChannelSecurity> loaded = cohort::LoadChannelSecurity(security);
-  if (!loaded.ok()) {
-    std::fprintf(stderr, "cohort: error: %s\n", std::string(loaded.status().message()).c_str());
-    return kExitUsage;
-  }
-  connection.security = *std::move(loaded);
                      "cohort: error: --state: unknown state '%s' (queued, starting, running, "
                      "restarting, succeeded, failed, cancelled)\n",
                      name.c_str());

@@ -156,8 +156,17 @@ int main(int argc, char** argv) {
   for (const std::string& note : pod.notes) spdlog::info("pod: {}", note);
   for (const std::string& warning : pod.warnings) spdlog::warn("pod: {}", warning);
 
+  // Trainers may start in another directory: they get absolute paths.
+  for (std::string* path : {&security.token_file, &security.tls_ca, &security.tls_cert, &security.tls_key}) {
+    if (!path->empty()) *path = std::filesystem::absolute(*path).string();
+  }
+  absl::StatusOr<cohort::ChannelSecurity> loaded = cohort::LoadChannelSecurity(security);
+  if (!loaded.ok()) return Fail(loaded.status());
+
   cohort::agent::AgentOptions options;
   options.coordinator = *address;
+  options.security = *std::move(loaded);
+  options.security_files = security;
   options.name = name;
   options.cpu_slots = slots;
   options.work_dir = work_dir;
@@ -169,17 +178,8 @@ int main(int argc, char** argv) {
     cohort::v1::GpuInfo info;
     info.set_index(gpu.index);
     info.set_name(gpu.name);
-  // Trainers may start in another directory: they get absolute paths.
-  for (std::string* path : {&security.token_file, &security.tls_ca, &security.tls_cert, &security.tls_key}) {
-    if (!path->empty()) *path = std::filesystem::absolute(*path).string();
-  }
-  absl::StatusOr<cohort::ChannelSecurity> loaded = cohort::LoadChannelSecurity(security);
-  if (!loaded.ok()) return Fail(loaded.status());
-
     info.set_memory_bytes(gpu.memory_bytes);
     options.gpus.push_back(info);
-  options.security = *std::move(loaded);
-  options.security_files = security;
   }
   std::string gpu_warning;
   options.gpus.resize(

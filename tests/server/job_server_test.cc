@@ -406,6 +406,7 @@ TEST_CASE("Submit: dry run, idempotency, owner, queue limit, uploads, bad input"
   CHECK(env.server->Submit(spec, "key-1").id() == a.id());
   {
     grpc::ClientContext ctx;
+    // Metadata cannot choose the owner: without authentication every job is "local"'s.
     ctx.AddMetadata("x-cohort-user", "alice");
     v1::SubmitJobRequest req;
     *req.mutable_spec() = spec;
@@ -447,7 +448,6 @@ TEST_CASE("Submit: dry run, idempotency, owner, queue limit, uploads, bad input"
   CHECK(start.data_artifacts_size() == 3);  // the model, x, y
   grpc::ClientContext ctx;
   v1::FetchDataRequest fetch;
-    // Metadata cannot choose the owner: without authentication every job is "local"'s.
   fetch.set_artifact_id(spec.data().x().artifact_id());
   fetch.set_offset(10);
   auto reader = w1.stub().FetchData(&ctx, fetch);

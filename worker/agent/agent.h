@@ -36,10 +36,10 @@
 #include "cohort/v1/job_service.grpc.pb.h"
 #include "cohort/v1/worker_service.grpc.pb.h"
 #include "common/address.h"
+#include "proto/channel.h"
 #include "worker/agent/agent_metrics.h"
 #include "worker/agent/artifact_transfer.h"
 #include "worker/agent/assignment_loop.h"
-#include "proto/channel.h"
 #include "worker/agent/event_forwarder.h"
 #include "worker/agent/rank_set.h"
 
