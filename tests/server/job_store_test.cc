@@ -513,5 +513,36 @@ TEST_CASE("JobStore Waiting lists QUEUED and RESTARTING jobs in schedule order",
   CHECK(f.store->Queued()->size() == 2);
 }
 
+TEST_CASE("JobStore Waiting reads at most the jobs the free slots of each kind can take",
+          "[server]") {
+  Fixture f;
+  // In schedule order: gpu-a (priority 5), cpu-1, gpu-b, cpu-2, cpu-3.
+  std::vector<std::string> names = {"cpu-1", "gpu-b", "cpu-2", "cpu-3"};
+  REQUIRE(f.store->Insert(Spec("gpu-a", 5, 1, v1::DEVICE_TYPE_CUDA), "", "alice").ok());
+  for (const std::string& name : names) {
+    v1::DeviceType device = name[0] == 'g' ? v1::DEVICE_TYPE_CUDA : v1::DEVICE_TYPE_CPU;
+    REQUIRE(f.store->Insert(Spec(name, 0, 1, device), "", "alice").ok());
+    f.clock.Advance(absl::Seconds(1));
+  }
+  auto names_of = [&](int64_t cpu, int64_t gpu) {
+    std::vector<std::string> out;
+    auto waiting = f.store->Waiting(cpu, gpu);
+    INFO(waiting.status().ToString());
+    REQUIRE(waiting.ok());
+    for (const QueuedJob& q : *waiting) {
+      auto job = f.store->Get(q.id);
+      REQUIRE(job.ok());
+      out.push_back(job->spec().name());
+    }
+    return out;
+  };
+  CHECK(names_of(2, 1) == std::vector<std::string>{"gpu-a", "cpu-1", "cpu-2"});
+  CHECK(names_of(1, 0) == std::vector<std::string>{"cpu-1"});
+  CHECK(names_of(0, 5) == std::vector<std::string>{"gpu-a", "gpu-b"});
+  CHECK(names_of(0, 0).empty());
+  CHECK(names_of(10, 10) == std::vector<std::string>{"gpu-a", "cpu-1", "gpu-b", "cpu-2", "cpu-3"});
+  CHECK(f.store->Waiting()->size() == 5);
+}
+
 }  // namespace
 }  // namespace cohort::server
