@@ -19,8 +19,8 @@
 #include "common/address.h"
 #include "common/duration.h"
 #include "common/version.h"
-
 #include "proto/channel.h"
+
 namespace {
 
 using namespace cohort::client;
