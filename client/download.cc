@@ -170,7 +170,23 @@ int RunDownloadCommand(const Connection& connection, const DownloadOptions& opti
   if (!status.ok()) return ReportCallError(connection, status);
 
   const bool defaults = options.names.empty();
-  std::vector<std::string> names = options.names;
+  std::vector<std::string> names;
+  for (const std::string& name : options.names) {
+    if (!absl::EndsWith(name, "/")) {
+      names.push_back(name);
+      continue;
+    }
+    // A folder: every artifact under it (e.g. the TensorBoard files of a running job).
+    size_t before = names.size();
+    for (const v1::ArtifactInfo& a : job.artifacts()) {
+      if (absl::StartsWith(a.name(), name)) names.push_back(a.name());
+    }
+    if (names.size() == before) {
+      std::fprintf(stderr, "cohort: error: %s has no artifacts under '%s' (yet; the job is %s)\n",
+                   options.job_id.c_str(), name.c_str(), JobStateName(job.state()).c_str());
+      return kExitFailed;
+    }
+  }
   if (defaults) {
     names = {"model.keras", "history.json"};
     // Rank 0's TensorBoard curves come along (docs/observability.md).
@@ -203,7 +219,8 @@ int RunDownloadCommand(const Connection& connection, const DownloadOptions& opti
       std::fprintf(stderr, "cohort: error: %s has no artifact '%s'%s; it has: %s\n",
                    options.job_id.c_str(), name.c_str(), why.c_str(),
                    available.empty() ? "none" : absl::StrJoin(available, ", ").c_str());
-      return kExitFailed;
+      code = kExitFailed;  // the others still come (a running job's curves so far)
+      continue;
     }
     const std::string target = (std::filesystem::path(options.out_dir) / name).string();
     absl::StatusOr<int64_t> fetched = DownloadArtifact(*stub, options.job_id, *artifact, target);

@@ -3,6 +3,10 @@
 // `cohort download JOB`: fetches a job's artifacts (JobService.DownloadArtifact) into a
 // directory.
 //
+// An artifact the job lacks (model.keras of a job still running) is named on stderr and
+// makes the exit code 1, but the others are still fetched: `cohort download` of a
+// running job brings its TensorBoard curves so far.
+//
 // A file appears at its path complete and checked, or not at all: bytes go to
 // "<path>.part", and only when the size and the SHA-256 match what the coordinator
 // lists for the artifact (Job.artifacts) is it renamed into place. A ".part" left by a
@@ -22,7 +26,8 @@ namespace cohort::client {
 struct DownloadOptions {
   std::string job_id;
   std::string out_dir = ".";
-  // Artifact names; empty: "model.keras" and "history.json".
+  // Artifact names, or folders ending in '/' ("tensorboard/": every artifact under
+  // it); empty: "model.keras", "history.json" and the tensorboard/ files.
   std::vector<std::string> names;
 };
 

@@ -14,6 +14,7 @@
 #include "client/job_commands.h"
 #include "client/job_format.h"
 #include "client/submit_command.h"
+#include "client/trace_command.h"
 #include "client/watch.h"
 #include "client/workers_command.h"
 #include "common/address.h"
@@ -90,6 +91,9 @@ void AddSubmitFlags(CLI::App* submit, SubmitOptions& o) {
       ->type_name("N")->group("Resources");
   AddOptional(submit, "--name", &f.name, "the job's name (default: the file's stem)")
       ->type_name("NAME")->group("Resources");
+  submit->add_flag_callback("--trace", [&f] { f.trace = true; },
+                            "every rank records a step timeline (see cohort trace)")
+      ->group("Resources");
   // The submission itself
   submit->add_flag("--dry-run", o.dry_run, "print the resolved job; submit nothing");
   submit->add_flag("--upload", o.upload,
@@ -186,8 +190,15 @@ int main(int argc, char** argv) {
   download->add_option("-o,--output", download_options.out_dir, "directory to write into")
       ->capture_default_str();
   download->add_option("--name", download_options.names,
-                       "an artifact to download (repeatable; default model.keras, history.json and "
-                       "the tensorboard/ files)");
+                       "an artifact to download, or a folder ending in / (repeatable; default "
+                       "model.keras, history.json and the tensorboard/ files)");
+
+  CLI::App* trace = app.add_subcommand(
+      "trace", "merge the step timelines of a job submitted with --trace into one Chrome trace");
+  TraceOptions trace_options;
+  trace->add_option("JOB", trace_options.job_id, "the job id")->required();
+  trace->add_option("-o,--output", trace_options.out_path, "the file to write")
+      ->capture_default_str();
 
   CLI::App* watch = app.add_subcommand("watch", "follow a job's progress until it ends");
   watch->add_option("JOB", job_id, "the job id")->required();
@@ -241,6 +252,7 @@ int main(int argc, char** argv) {
   if (status->parsed()) return RunStatusCommand(connection, job_id, Format(status_output));
   if (cancel->parsed()) return RunCancelCommand(connection, job_id, cancel_reason, Format(cancel_output));
   if (download->parsed()) return RunDownloadCommand(connection, download_options);
+  if (trace->parsed()) return RunTraceCommand(connection, trace_options);
   if (list->parsed()) {
     std::vector<cohort::v1::JobState> states;
     for (const std::string& name : list_states) {

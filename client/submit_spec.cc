@@ -229,6 +229,7 @@ absl::Status ApplyResources(const SubmitFlags& f, job::JobSpec& spec) {
                      ParseInt(*f.checkpoint_every, "--checkpoint-every", 0, kInt32Max));
     spec.checkpoint.every_epochs = static_cast<int32_t>(every);
   }
+  if (f.trace) spec.trace = *f.trace;
   if (f.checkpoint_keep) {
     COHORT_ASSIGN_OR_RETURN(int64_t keep, ParseInt(*f.checkpoint_keep, "--checkpoint-keep", 1, kInt32Max));
     spec.checkpoint.keep = static_cast<int32_t>(keep);

@@ -43,6 +43,7 @@ struct SubmitFlags {
   // Resources and the job's lifetime.
   std::optional<std::string> workers, device, priority, max_restarts;
   std::optional<std::string> checkpoint_every, checkpoint_keep;
+  std::optional<bool> trace;  // --trace
 };
 
 // The spec the flags describe, validated with job::ValidateJobSpec. Relative paths are

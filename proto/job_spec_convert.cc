@@ -227,6 +227,7 @@ v1::JobSpec JobSpecToProto(const job::JobSpec& spec) {
   to.mutable_checkpoint()->set_keep(spec.checkpoint.keep);
   to.set_priority(spec.priority);
   to.set_max_restarts(spec.max_restarts);
+  to.set_trace(spec.trace);
   return to;
 }
 
@@ -286,6 +287,7 @@ absl::StatusOr<job::JobSpec> JobSpecFromProto(const v1::JobSpec& spec,
   if (spec.checkpoint().keep() != 0) to.checkpoint.keep = spec.checkpoint().keep();
   to.priority = spec.priority();
   if (spec.has_max_restarts()) to.max_restarts = spec.max_restarts();
+  to.trace = spec.trace();
   if (absl::Status s = job::ValidateJobSpec(to); !s.ok()) return s;
   return to;
 }

@@ -115,9 +115,15 @@ class JobManager {
   // Bad or stale events are dropped (an agent's stream is not ended for them).
   void OnEvent(const v1::RankEvent& event);
   absl::Status OnExit(const v1::ReportExitRequest& request);
-  // OK when `rank` is rank 0 of its job's live attempt: it may upload artifacts.
-  absl::Status CheckUploader(const v1::RankRef& rank);
-  // Records an uploaded job artifact (replacing one of the same name).
+  // OK when `rank` may upload the job artifact `name`: rank 0 of the job's live attempt
+  // uploads anything; the observability files tell how an attempt went, so they are
+  // also taken after it ended (failed, cancelled) as long as it is the job's latest:
+  // rank 0's "tensorboard/..." and each rank's own "trace/rank-<rank>.json" (no other
+  // rank's). PERMISSION_DENIED for a rank uploading what it may not, FAILED_PRECONDITION
+  // for an attempt that is neither live nor the latest.
+  absl::Status CheckUploader(const v1::RankRef& rank, const std::string& name);
+  // Records an uploaded job artifact (replacing one of the same name), after the same
+  // check.
   absl::Status AddArtifact(const v1::RankRef& rank, const v1::ArtifactInfo& info);
 
  private:
@@ -172,6 +178,8 @@ class JobManager {
   void PushStop(const std::string& worker, const std::string& job_id, int32_t attempt)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool IsCurrent(const std::string& job_id, int32_t attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckUploaderLocked(const v1::RankRef& rank, const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::vector<v1::DataArtifact> DataArtifacts(const v1::JobSpec& spec);
 
   JobStore* const store_;

@@ -224,26 +224,44 @@ absl::Status JobManager::OnExit(const v1::ReportExitRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status JobManager::CheckUploader(const v1::RankRef& rank) {
+absl::Status JobManager::CheckUploader(const v1::RankRef& rank, const std::string& name) {
   absl::MutexLock lock(&mu_);
-  if (!IsCurrent(rank.job_id(), rank.attempt())) {
-    return absl::FailedPreconditionError(absl::StrCat("attempt ", rank.attempt(), " of job ",
-                                                      rank.job_id(), " is not running"));
+  return CheckUploaderLocked(rank, name);
+}
+
+absl::Status JobManager::CheckUploaderLocked(const v1::RankRef& rank, const std::string& name) {
+  const bool trace = name == absl::StrCat("trace/rank-", rank.rank(), ".json");
+  const bool tensorboard = rank.rank() == 0 && absl::StartsWith(name, "tensorboard/");
+  if (rank.rank() != 0 && !trace) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "rank ", rank.rank(), " may upload only its trace (trace/rank-", rank.rank(),
+        ".json), not '", name, "'; rank 0 uploads the job's other artifacts"));
   }
-  if (rank.rank() != 0) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("only rank 0 uploads artifacts (got rank ", rank.rank(), ")"));
+  const bool live = IsCurrent(rank.job_id(), rank.attempt());
+  if (live && !trace) return absl::OkStatus();
+  const absl::Status not_running = absl::FailedPreconditionError(
+      absl::StrCat("attempt ", rank.attempt(), " of job ", rank.job_id(), " is not running"));
+  if (!live && !trace && !tensorboard) return not_running;
+  if (!live && attempts_.count(rank.job_id()) > 0) return not_running;  // a newer one runs
+  absl::StatusOr<v1::Job> job = store_->Get(rank.job_id());
+  if (!job.ok()) return job.status();
+  if (job->attempt() != rank.attempt()) return not_running;
+  const int32_t world = std::max(1, job->spec().resources().workers());
+  if (rank.rank() < 0 || rank.rank() >= world) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank.rank(), " is not a rank of job ", rank.job_id()));
   }
   return absl::OkStatus();
 }
 
 absl::Status JobManager::AddArtifact(const v1::RankRef& rank, const v1::ArtifactInfo& info) {
   absl::MutexLock lock(&mu_);
-  if (!IsCurrent(rank.job_id(), rank.attempt())) {
-    return absl::FailedPreconditionError(absl::StrCat("attempt ", rank.attempt(), " of job ",
-                                                      rank.job_id(), " is not running"));
-  }
+  if (absl::Status s = CheckUploaderLocked(rank, info.name()); !s.ok()) return s;
   std::vector<std::string> pruned;
+  // What CheckUploaderLocked let through for an ended job is its ranks' last word.
+  const JobStore::IfFinal if_final = IsCurrent(rank.job_id(), rank.attempt())
+                                         ? JobStore::IfFinal::kRefuse
+                                         : JobStore::IfFinal::kUpdate;
   absl::StatusOr<v1::Job> job = store_->Update(rank.job_id(), [&](v1::Job& j) {
     auto* list = j.mutable_artifacts();
     bool replaced = false;
@@ -271,7 +289,7 @@ absl::Status JobManager::AddArtifact(const v1::RankRef& rank, const v1::Artifact
         list->DeleteSubrange(i, 1);
       }
     }
-  });
+  }, if_final);
   if (!job.ok()) return job.status();
   for (const std::string& name : pruned) {
     absl::StatusOr<std::string> path = artifacts_->JobArtifactPath(rank.job_id(), name);

@@ -352,13 +352,14 @@ absl::StatusOr<std::vector<QueuedJob>> JobStore::InStates(const std::vector<v1::
 }
 
 absl::StatusOr<v1::Job> JobStore::Update(const std::string& id,
-                                         const std::function<void(v1::Job&)>& edit) {
+                                         const std::function<void(v1::Job&)>& edit,
+                                         IfFinal if_final) {
   absl::MutexLock lock(&mu_);
   Transaction tx(db_);
   if (absl::Status s = tx.Begin(); !s.ok()) return s;
   absl::StatusOr<v1::Job> current = GetLocked(id);
   if (!current.ok()) return current.status();
-  if (IsFinal(current->state())) {
+  if (IsFinal(current->state()) && if_final == IfFinal::kRefuse) {
     return absl::FailedPreconditionError(
         absl::StrCat("job '", id, "' is ", StateName(current->state()), " and cannot change"));
   }

@@ -37,7 +37,8 @@
 //
 // - Update adjusts a job without a state change (artifacts, restarts, ...): `edit` as
 //   for Transition, with state and reason undone too; no event is written. A job in a
-//   final state is FAILED_PRECONDITION.
+//   final state is FAILED_PRECONDITION, unless `if_final` is kUpdate (the traces and
+//   curves its ranks hand in after it was cancelled or failed).
 //
 // Thread safety: all methods may be called from any thread. One mutex serializes them,
 // so a multi-statement transaction never interleaves with another of this store. The
@@ -89,7 +90,9 @@ class JobStore {
   absl::StatusOr<std::vector<QueuedJob>> Waiting(int64_t max_cpu = INT64_MAX,
                                                  int64_t max_gpu = INT64_MAX);
 
-  absl::StatusOr<v1::Job> Update(const std::string& id, const std::function<void(v1::Job&)>& edit);
+  enum class IfFinal { kRefuse, kUpdate };
+  absl::StatusOr<v1::Job> Update(const std::string& id, const std::function<void(v1::Job&)>& edit,
+                                 IfFinal if_final = IfFinal::kRefuse);
 
   absl::StatusOr<v1::Job> Transition(const std::string& id, v1::JobState to,
                                      const std::string& reason,

@@ -120,7 +120,7 @@ grpc::Status WorkerServiceImpl::UploadArtifact(grpc::ServerContext* context,
                         "upload: the first chunk must carry the header");
   }
   const v1::ArtifactHeader h = chunk.header();
-  if (absl::Status s = manager_->CheckUploader(h.rank()); !s.ok()) return ToGrpcStatus(s);
+  if (absl::Status s = manager_->CheckUploader(h.rank(), h.name()); !s.ok()) return ToGrpcStatus(s);
   absl::StatusOr<v1::ArtifactInfo> info = ReceiveChunks(
       artifacts_->StartJobArtifact(h.rank().job_id(), h.name(),
                                    h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256()),

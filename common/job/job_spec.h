@@ -92,6 +92,8 @@ struct JobSpec {
   CheckpointSpec checkpoint;
   int32_t max_restarts = 3;  // attempts after the first
   int32_t priority = 0;      // higher first; FIFO among equals
+  // Every rank records a step timeline (`cohort trace JOB`, docs/observability.md).
+  bool trace = false;
 
   bool operator==(const JobSpec&) const = default;
 };

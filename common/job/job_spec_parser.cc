@@ -29,7 +29,7 @@ class Parser {
     COHORT_ASSIGN_OR_RETURN(YamlMap top,
                          YamlMap::Read(root, "",
                                        {"name", "model", "data", "fit", "compile", "resources",
-                                        "checkpoint", "max_restarts", "priority"},
+                                        "checkpoint", "max_restarts", "priority", "trace"},
                                        lines_));
     JobSpec spec;
     if (std::optional<YAML::Node> name = top.Get("name")) {
@@ -63,6 +63,9 @@ class Parser {
     if (std::optional<YAML::Node> n = top.Get("priority")) {
       COHORT_ASSIGN_OR_RETURN(spec.priority,
                            ReadInteger<int32_t>(*n, "priority", lines_, "an integer"));
+    }
+    if (std::optional<YAML::Node> n = top.Get("trace")) {
+      COHORT_ASSIGN_OR_RETURN(spec.trace, ReadBool(*n, "trace", lines_));
     }
     COHORT_RETURN_IF_ERROR(ValidateJobSpec(spec, lines_));
     return spec;

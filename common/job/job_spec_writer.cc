@@ -62,6 +62,7 @@ std::string JobSpecToYaml(const JobSpec& spec) {
 
   out << YAML::Key << "max_restarts" << YAML::Value << spec.max_restarts;
   out << YAML::Key << "priority" << YAML::Value << spec.priority;
+  if (spec.trace) out << YAML::Key << "trace" << YAML::Value << true;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -283,6 +283,49 @@ TEST_CASE("Cancel stops every rank; a second cancel is a no-op", "[server][jobs]
   CHECK(Expect(w1, v1::ASSIGNMENT_ACTION_START).rank().job_id() == next);
 }
 
+TEST_CASE("Every rank uploads its own trace and nothing else, also after the job ended",
+          "[server][jobs]") {
+  Env env;
+  FakeAgent w1("w1", 2);
+  w1.Join(*env.server);
+  const std::string id = env.server->Submit(ClassifierSpec(env.data.path(), 2)).id();
+  Expect(w1, v1::ASSIGNMENT_ACTION_START);
+  Expect(w1, v1::ASSIGNMENT_ACTION_START);
+  REQUIRE(w1.Started(Rank(id, 1, 0)).ok());
+  REQUIRE(w1.Started(Rank(id, 1, 1)).ok());
+  REQUIRE(env.server->WaitForState(id, v1::JOB_STATE_RUNNING));
+  REQUIRE(w1.Upload(Rank(id, 1, 1), "trace/rank-1.json", "{\"traceEvents\": []}").ok());
+  for (const char* name : {"trace/rank-0.json", "model.keras", "tensorboard/train/e", "ckpt.zip"}) {
+    grpc::Status refused = w1.Upload(Rank(id, 1, 1), name, "x");
+    INFO(name);
+    CHECK(refused.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(absl::StrContains(refused.error_message(), "rank 1 may upload only its trace"));
+  }
+  CHECK(w1.Upload(Rank(id, 1, 2), "trace/rank-2.json", "x").error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+
+  grpc::ClientContext ctx;
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(id);
+  v1::Job cancelled;
+  REQUIRE(env.server->jobs().CancelJob(&ctx, cancel, &cancelled).ok());
+  // A cancelled (or failed) attempt's ranks still hand in how it went.
+  REQUIRE(w1.Upload(Rank(id, 1, 0), "trace/rank-0.json", "{\"traceEvents\": []}").ok());
+  REQUIRE(w1.Upload(Rank(id, 1, 0), "tensorboard/train/events.out", "e").ok());
+  CHECK(w1.Upload(Rank(id, 1, 0), "model.keras", "m").error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(w1.Upload(Rank(id, 1, 0), "checkpoints/late.zip", "c").error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(w1.Upload(Rank(id, 2, 0), "trace/rank-0.json", "x").error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  std::set<std::string> names;
+  const v1::Job ended = env.server->Get(id);
+  CHECK(ended.state() == v1::JOB_STATE_CANCELLED);
+  for (const v1::ArtifactInfo& a : ended.artifacts()) names.insert(a.name());
+  CHECK(names == std::set<std::string>{"trace/rank-0.json", "trace/rank-1.json",
+                                       "tensorboard/train/events.out"});
+}
+
 TEST_CASE("A lost worker fails the attempt; the job restarts on a healthy worker",
           "[server][jobs]") {
   CoordinatorOptions options;

@@ -138,9 +138,8 @@ void RankRunner::Run() {
           }
         }
       }
-      if (rank().rank() == 0 && code == 0) {
-        UploadTensorBoard(context_.worker, rank(), paths.out_dir, context_.transfer);
-      }
+      if (rank().rank() == 0) UploadTensorBoardFiles(paths);
+      UploadTrace(paths);
       ReportExit(code, exit->signal, message);
     }
   }
@@ -196,6 +195,11 @@ absl::Status RankRunner::Prepare(const RankPaths& paths) {
 }
 
 absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
+  if (assignment_.spec().trace()) {
+    // An earlier attempt's timeline must not pass for this one's.
+    std::error_code ec;
+    std::filesystem::remove(paths.out_dir + "/trace/rank-" + std::to_string(rank().rank()) + ".json", ec);
+  }
   TrainerCommand command = TrainerCommandFor(assignment_, paths, context_.launch);
   RankProcessOptions options;
   options.argv = command.argv;
@@ -216,13 +220,19 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
     if (stop_requested_) process_->Stop(context_.stop_grace);  // a STOP during the launch
   }
   while (true) {
+    bool upload_tensorboard = false;
     {
       absl::MutexLock lock(&mu_);
-      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return exited_ || !checkpoints_.empty(); };
+      auto wake = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return exited_ || !checkpoints_.empty() || epoch_ended_;
+      };
       mu_.Await(absl::Condition(&wake));
-      if (checkpoints_.empty()) break;
+      if (checkpoints_.empty() && !epoch_ended_) break;
+      upload_tensorboard = epoch_ended_;
+      epoch_ended_ = false;
     }
     UploadPendingCheckpoints();
+    if (upload_tensorboard) UploadTensorBoardFiles(paths);
   }
   ProcessExit exit = *process->Wait();
   std::unique_ptr<RankProcess> finished;
@@ -254,11 +264,34 @@ void RankRunner::UploadPendingCheckpoints() {
   }
 }
 
+void RankRunner::UploadTensorBoardFiles(const RankPaths& paths) {
+  UploadTensorBoard(context_.worker, rank(), paths.out_dir, context_.transfer, &tensorboard_sent_);
+}
+
+void RankRunner::UploadTrace(const RankPaths& paths) {
+  if (!assignment_.spec().trace()) return;
+  const std::string name = absl::StrCat("trace/rank-", rank().rank(), ".json");
+  const std::string file = paths.out_dir + "/" + name;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    spdlog::warn("{}: no trace to upload (the trainer wrote none to {})", Describe(rank()), file);
+    return;
+  }
+  absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
+  if (uploaded.ok()) {
+    spdlog::info("{}: uploaded {}", Describe(rank()), name);
+  } else {
+    spdlog::warn("{}: {}", Describe(rank()), uploaded.message());
+  }
+}
+
 void RankRunner::OnStdout(absl::string_view line) {
   if (context_.metrics) context_.metrics->OnTrainerLine(rank(), line);
   TrainerLine translated = TranslateStdoutLine(line, rank());
-  if (translated.error_message || translated.checkpoint_file) {
+  const bool epoch_ended = rank().rank() == 0 && translated.event && translated.event->has_epoch();
+  if (translated.error_message || translated.checkpoint_file || epoch_ended) {
     absl::MutexLock lock(&mu_);
+    if (epoch_ended) epoch_ended_ = true;
     if (translated.error_message) error_message_ = *translated.error_message;
     if (translated.checkpoint_file && rank().rank() == 0) {
       checkpoints_.push_back(*translated.checkpoint_file);

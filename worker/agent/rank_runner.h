@@ -8,8 +8,13 @@
 //      artifact into <out>/checkpoints/ (unless already there);
 //   2. launch `cohort-worker train ...` (trainer_launch.h) and forward its events and
 //      log lines (event_translation.h) to the EventSink; rank 0 uploads each
-//      checkpoint it announces as "checkpoints/<file name>";
-//   3. when it ends: rank 0 after exit 0 uploads model.keras and history.json, then the
+//      checkpoint it announces as "checkpoints/<file name>", and its TensorBoard files
+//      after each epoch (tensorboard_upload.h);
+//   3. when it ends: rank 0 after exit 0 uploads model.keras and history.json; whatever
+//      the outcome, rank 0 uploads its TensorBoard files and, for a job with
+//      spec.trace, every rank its step timeline <out>/trace/rank-<r>.json as
+//      "trace/rank-<r>.json" (a trace of a failed or cancelled job is the point; the
+//      file of an earlier attempt is removed before the trainer starts). Then the
 //      exit is reported with ReportExit, retried with backoff until the coordinator
 //      acknowledges it, answers an error that retrying cannot fix, or (while the agent
 //      shuts down) `shutdown_report_timeout` has passed.
@@ -23,7 +28,9 @@
 // Thread-safe; the destructor stops the rank (no grace), gives a failing exit report
 // one more try, and joins the thread.
 
+#include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +95,9 @@ class RankRunner {
   // Launches and waits for the trainer; returns its exit (or an error to report).
   absl::StatusOr<ProcessExit> LaunchAndWait(const RankPaths& paths);
   void UploadPendingCheckpoints();
+  // Rank 0's TensorBoard files that changed since they were last sent.
+  void UploadTensorBoardFiles(const RankPaths& paths);
+  void UploadTrace(const RankPaths& paths);
   void ReportExit(int code, int signal, const std::string& message);
   void OnStdout(absl::string_view line);
   void OnStderr(absl::string_view line);
@@ -103,6 +113,8 @@ class RankRunner {
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;  // the destructor runs
   std::unique_ptr<RankProcess> process_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> checkpoints_ ABSL_GUARDED_BY(mu_);  // files to upload
+  bool epoch_ended_ ABSL_GUARDED_BY(mu_) = false;  // rank 0: TensorBoard files to upload
+  std::map<std::string, int64_t> tensorboard_sent_;  // the rank's thread only
   std::string error_message_ ABSL_GUARDED_BY(mu_);  // the trainer's "error" event
   std::string last_log_ ABSL_GUARDED_BY(mu_);       // its last stderr line
   std::thread thread_;

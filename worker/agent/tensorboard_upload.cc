@@ -11,7 +11,8 @@
 namespace cohort::agent {
 
 int UploadTensorBoard(v1::WorkerService::StubInterface* stub, const v1::RankRef& rank,
-                      const std::string& out_dir, const TransferOptions& options) {
+                      const std::string& out_dir, const TransferOptions& options,
+                      std::map<std::string, int64_t>* sent) {
   namespace fs = std::filesystem;
   const fs::path root = fs::path(out_dir) / "tensorboard";
   std::error_code ec;
@@ -20,10 +21,18 @@ int UploadTensorBoard(v1::WorkerService::StubInterface* stub, const v1::RankRef&
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
     if (!it->is_regular_file(ec)) continue;
+    const std::string path = it->path().string();
+    const int64_t size = static_cast<int64_t>(it->file_size(ec));
+    if (ec) continue;
+    if (sent != nullptr) {
+      auto known = sent->find(path);
+      if (known != sent->end() && known->second == size) continue;
+    }
     std::string name = "tensorboard/" + fs::relative(it->path(), root, ec).generic_string();
-    absl::Status s = UploadArtifact(stub, rank, name, it->path().string(), options);
+    absl::Status s = UploadArtifact(stub, rank, name, path, options);
     if (s.ok()) {
       ++uploaded;
+      if (sent != nullptr) (*sent)[path] = size;
     } else {
       spdlog::warn("job {} rank {}: TensorBoard file not uploaded: {}", rank.job_id(), rank.rank(), s);
     }

@@ -79,6 +79,7 @@ TrainerCommand TrainerCommandFor(const v1::Assignment& a, const RankPaths& paths
                   "--hostname",
                   settings.advertise_address};
   if (a.resume()) command.argv.push_back("--resume");
+  if (a.spec().trace()) command.argv.push_back("--trace");
   if (a.spec().resources().device() == v1::DEVICE_TYPE_CUDA) {
     command.argv.insert(command.argv.end(), {"--device", "cuda"});
     command.env["CUDA_VISIBLE_DEVICES"] = std::to_string(a.slot());

@@ -57,7 +57,8 @@ struct LaunchSettings {
 
 // `<trainer_binary> train <job.yaml> --rank R --world N --rendezvous
 // coordinator://HOST:PORT/<ns> --out <dir> --hostname <advertise> [--resume]
-// [--threads T] [--device cuda]`; a CUDA rank also gets CUDA_VISIBLE_DEVICES=<slot>.
+// [--trace] [--threads T] [--device cuda]`, --trace when the spec asks for it; a CUDA
+// rank also gets CUDA_VISIBLE_DEVICES=<slot>.
 TrainerCommand TrainerCommandFor(const v1::Assignment& assignment, const RankPaths& paths,
                                  const LaunchSettings& settings);
 

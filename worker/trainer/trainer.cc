@@ -91,6 +91,8 @@ class Run {
  public:
   explicit Run(const TrainOptions& options) : o_(options), events_(options.events) {}
   absl::Status Execute();
+  // --trace: this rank's timeline so far, to out_dir/trace/rank-<rank>.json.
+  void WriteTrace();
 
  private:
   absl::Status Setup();
@@ -371,11 +373,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   }
   // Before the reduce below: once it completes, every rank's file of this epoch is
   // written (what rank 0's merge at the end relies on).
-  if (trace_) {
-    if (absl::Status s = trace_->Write(RankTracePath(o_.out_dir + "/trace", o_.rank)); !s.ok()) {
-      spdlog::warn("--trace: {}", s);
-    }
-  }
+  WriteTrace();
   if (absl::Status s = totals.Reduce(collective_.get()); !s.ok()) {
     return InContext(s, absl::StrCat("epoch ", epoch + 1, ": summing the metrics of the ranks"));
   }
@@ -455,6 +453,13 @@ absl::Status Run::WriteOutputs() {
   return absl::OkStatus();
 }
 
+void Run::WriteTrace() {
+  if (!trace_) return;
+  if (absl::Status s = trace_->Write(RankTracePath(o_.out_dir + "/trace", o_.rank)); !s.ok()) {
+    spdlog::warn("--trace: {}", s);
+  }
+}
+
 absl::Status Run::Execute() {
   if (absl::Status s = Setup(); !s.ok()) return s;
   if (leader()) {
@@ -492,9 +497,7 @@ absl::Status Run::Execute() {
     if (absl::Status s = Validate(epoch, &logs); !s.ok()) return s;
     for (auto& [name, value] : logs.items()) history_[name].push_back(value);
     if (leader()) {
-      events_.Emit("epoch_end", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"metrics", logs},
-                                 {"seconds", seconds},
-                                 {"samples_per_second", samples / std::max(seconds, 1e-9)}});
+      // The curves are flushed before "epoch_end": the agent uploads them on that event.
       if (tensorboard_) {
         if (absl::Status s = tensorboard_->EndEpoch(epoch, logs, optimizer_->learning_rate(),
                                                     samples / std::max(seconds, 1e-9));
@@ -503,6 +506,9 @@ absl::Status Run::Execute() {
           tensorboard_.reset();
         }
       }
+      events_.Emit("epoch_end", {{"epoch", epoch + 1}, {"epochs", fit.epochs}, {"metrics", logs},
+                                 {"seconds", seconds},
+                                 {"samples_per_second", samples / std::max(seconds, 1e-9)}});
     }
     int every = o_.spec.checkpoint.every_epochs;
     bool last = epoch + 1 == fit.epochs;
@@ -532,7 +538,10 @@ absl::Status Train(const TrainOptions& options) {
   } catch (const std::exception& e) {
     status = absl::InternalError(e.what());
   }
-  if (!status.ok()) EventWriter(options.events).Emit("error", {{"message", status.message()}});
+  if (!status.ok()) {
+    run.WriteTrace();  // a failed run's timeline is what shows where it went wrong
+    EventWriter(options.events).Emit("error", {{"message", status.message()}});
+  }
   return status;
 }
 

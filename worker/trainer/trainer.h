@@ -40,7 +40,8 @@ struct TrainOptions {
   std::FILE* events = stdout;  // JSON lines (worker/trainer/events.h); not owned
   absl::Duration step_event_interval = absl::Milliseconds(250);
   // Record every step's phases (worker/trainer/step_trace.h) into
-  // out_dir/trace/rank-<rank>.json, rewritten at each epoch's end; rank 0 merges the
+  // out_dir/trace/rank-<rank>.json, rewritten at each epoch's end and when the run
+  // fails (a run killed mid-epoch keeps its last complete epochs); rank 0 merges the
   // rank files it sees there into out_dir/trace.json when the run ends.
   bool trace = false;
 };

@@ -80,7 +80,7 @@ TEST_CASE("unknown and repeated fields", "[job]") {
       {"resources: {gpus: 2}\n", "resources.gpus: unknown field; known: workers, device (line 3)"},
       {"epochs: 3\n",
        "epochs: unknown field; known: name, model, data, fit, compile, resources, checkpoint, "
-       "max_restarts, priority (line 3)"},
+       "max_restarts, priority, trace (line 3)"},
       {"priorty: 3\n", "priorty: unknown field (did you mean 'priority'?) (line 3)"},
       {"fit: {epochs: 2}\nfit: {epochs: 3}\n", "fit: set twice (lines 3 and 4)"},
       {"fit:\n  epochs: 2\n  epochs: 3\n", "fit.epochs: set twice (lines 4 and 5)"},
@@ -107,6 +107,7 @@ TEST_CASE("wrong types", "[job]") {
       {"name: [a]\n", "name: must be a string, got a list (line 3)"},
       {"name: ''\n", "name: must not be empty (line 3)"},
       {"priority: high\n", "priority: must be an integer, got 'high' (line 3)"},
+      {"trace: yes please\n", "trace: must be true or false, got 'yes please' (line 3)"},
       {"max_restarts: 1.0\n", "max_restarts: must be an integer >= 0, got '1.0' (line 3)"},
       {"resources: {device: gpu}\n",
        "resources.device: 'gpu' is not supported; supported: cpu, cuda (line 3)"},

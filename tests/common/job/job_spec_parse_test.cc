@@ -41,6 +41,7 @@ TEST_CASE("a minimal spec takes Keras' and Cohort's defaults", "[job]") {
   CHECK(spec.checkpoint == CheckpointSpec{.every_epochs = 1, .keep = 2});
   CHECK(spec.max_restarts == 3);
   CHECK(spec.priority == 0);
+  CHECK_FALSE(spec.trace);
 }
 
 TEST_CASE("a full spec sets every field", "[job]") {
@@ -69,6 +70,7 @@ checkpoint:
   keep: 5
 max_restarts: 0
 priority: -7
+trace: true
 )");
   CHECK(spec.name == "digits-cnn");
   CHECK(spec.model == ModelRef{ModelFormat::kJson, "/jobs/digits/models/cnn.json"});
@@ -99,6 +101,7 @@ priority: -7
   CHECK(spec.checkpoint == CheckpointSpec{.every_epochs = 0, .keep = 5});
   CHECK(spec.max_restarts == 0);
   CHECK(spec.priority == -7);
+  CHECK(spec.trace);
 }
 
 TEST_CASE("optimizer, loss and learning-rate shorthands", "[job]") {

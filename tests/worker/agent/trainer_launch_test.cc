@@ -131,14 +131,17 @@ TEST_CASE("the trainer's command line", "[agent][launch]") {
   CHECK(Has(cpu.argv, "--threads", "4"));
   CHECK(std::count(cpu.argv.begin(), cpu.argv.end(), "--resume") == 0);
   CHECK(std::count(cpu.argv.begin(), cpu.argv.end(), "--device") == 0);
+  CHECK(std::count(cpu.argv.begin(), cpu.argv.end(), "--trace") == 0);
   CHECK(cpu.env.empty());
 
   v1::Assignment gpu = Start();
   gpu.mutable_spec()->mutable_resources()->set_device(v1::DEVICE_TYPE_CUDA);
   gpu.set_slot(3);
   gpu.set_resume(true);
+  gpu.mutable_spec()->set_trace(true);
   TrainerCommand cuda = TrainerCommandFor(gpu, paths, settings);
   CHECK(Has(cuda.argv, "--device", "cuda"));
+  CHECK(std::count(cuda.argv.begin(), cuda.argv.end(), "--trace") == 1);
   CHECK(std::count(cuda.argv.begin(), cuda.argv.end(), "--resume") == 1);
   CHECK(std::count(cuda.argv.begin(), cuda.argv.end(), "--threads") == 0);
   CHECK(cuda.env.at("CUDA_VISIBLE_DEVICES") == "3");
