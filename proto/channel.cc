@@ -112,6 +112,8 @@ std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const HostPort& coordina
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  args.SetMaxReceiveMessageSize(kMaxReplyBytes);
+  args.SetMaxSendMessageSize(kMaxRequestBytes);
   // Coordinator traffic stays inside the cluster: an http_proxy meant for the outside
   // world must not capture it.
   args.SetInt(GRPC_ARG_ENABLE_HTTP_PROXY, 0);

@@ -13,6 +13,7 @@
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
 
+#include <climits>
 #include <memory>
 #include <string>
 
@@ -45,6 +46,15 @@ absl::StatusOr<ChannelSecurity> LoadChannelSecurity(const ChannelSecurityFiles& 
 
 // A whole file's bytes; FAILED_PRECONDITION "<flag> <path>: <why>" when it cannot be read.
 absl::StatusOr<std::string> ReadSecurityFile(const std::string& path, const std::string& flag);
+
+// gRPC message limits, set explicitly on both ends rather than left to gRPC's defaults
+// (docs/job-server.md). Replies (a job list, an event batch, a 1 MiB download chunk)
+// stay under kMaxReplyBytes: the coordinator sends no more and channels accept no
+// more. Requests may be as large as the coordinator accepts (--max-model-bytes + 1 MiB,
+// a job may carry its .keras inline): channels send up to kMaxRequestBytes and the
+// coordinator refuses, with RESOURCE_EXHAUSTED, what is past its own limit.
+inline constexpr int kMaxReplyBytes = 64 << 20;
+inline constexpr int kMaxRequestBytes = INT32_MAX;
 
 // shared_ptr: gRPC's stubs share ownership of their channel.
 std::shared_ptr<grpc::Channel> CreateCoordinatorChannel(const HostPort& coordinator,

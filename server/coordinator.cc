@@ -9,6 +9,7 @@
 #include "common/logging.h"
 
 #include "absl/strings/str_cat.h"
+#include "proto/channel.h"
 #include "server/data_dir.h"
 #include "server/listen_check.h"
 
@@ -133,6 +134,7 @@ absl::Status Coordinator::Start() {
       INT32_MAX, std::max<int64_t>(options_.artifacts.max_model_bytes, kTransferChunkBytes) +
                      (int64_t{1} << 20));
   builder.SetMaxReceiveMessageSize(static_cast<int>(max_message));
+  builder.SetMaxSendMessageSize(kMaxReplyBytes);
   builder.RegisterService(job_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(cluster_service_.get());

@@ -31,6 +31,7 @@ class TestServer {
 
   v1::JobService::Stub& jobs() { return *jobs_; }
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  int port() const { return coordinator_->port(); }
 
   v1::Job Get(const std::string& id);
   // Polls GetJob until the job is in `state` (true) or `timeout` passes (false).
