@@ -15,6 +15,7 @@
 #include "common/logging.h"
 #include "worker/trainer/allocator.h"
 #include "worker/trainer/batch_plan.h"
+#include "worker/trainer/batch_prefetch.h"
 #include "worker/trainer/checkpoint.h"
 #include "worker/trainer/cpu_threads.h"
 #include "worker/trainer/collective/gloo_collective.h"
@@ -292,6 +293,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   int64_t samples = 0;
   StepStats stats;
   const std::string step_fault_point = absl::StrCat("rank", o_.rank, "-step");  // tests/faults
+  BatchPrefetcher batches(*data_, plan, device_, check);
   for (int64_t step = 0; step < plan.steps(); ++step) {
     absl::Time step_start = absl::Now();
     StepTiming timing;
@@ -302,9 +304,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     double step_loss = 0;
     if (!slice.rows.empty()) {
       torch::Tensor x, y;
-      if (absl::Status s = data_->GatherTrain(slice.rows, device_, check, &x, &y); !s.ok()) {
-        return s;
-      }
+      if (absl::Status s = batches.Take(step, &x, &y); !s.ok()) return s;
       timing.data = absl::Now() - step_start;
       phases.data_end = step_start + timing.data;
       KerasModel::Output out = model_->Forward(x, /*training=*/true);
