@@ -48,7 +48,9 @@ TEST_CASE("A damaged latest checkpoint: the job resumes from the previous one", 
   const std::vector<std::string> workers{"w1", "w2", "w3"};
   REQUIRE(cluster.StartServer());
   for (const std::string& name : workers) {
-    cluster.StartWorker(name, WorkerOptions{.slots = 1, .env = points.env()});
+    WorkerOptions options;
+    options.env = points.env();
+    cluster.StartWorker(name, options);
   }
   for (const std::string& name : workers) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
 
@@ -73,9 +75,10 @@ TEST_CASE("A damaged latest checkpoint: the job resumes from the previous one", 
   points.Release();
 
   job = jobs.WaitForState(id, v1::JOB_STATE_SUCCEEDED, absl::Seconds(300));
+  const std::vector<v1::JobEvent> events = jobs.Events(id);
+  INFO("events:\n" << DescribeEvents(events));
   CHECK(job.attempt() == 2);
   CHECK(WorkerOfRank(job, 0) != victim);
-  const std::vector<v1::JobEvent> events = jobs.Events(id);
   CheckNothingLost(events, v1::JOB_STATE_SUCCEEDED);
   bool warned = false;
   for (const v1::JobEvent& e : events) {
@@ -89,6 +92,7 @@ TEST_CASE("A damaged latest checkpoint: the job resumes from the previous one", 
   CHECK(warned);
   // Resumed after epoch 1: the second attempt ran epochs 2 and 3, not all three.
   CHECK(EndedEpochs(events, 2) == std::set<int>{2, 3});
+  CheckNothingHalfWritten(cluster.data_dir(), job);
   CheckSameWeights(cluster.data_dir() + "/jobs/" + id + "/model.keras");
   REQUIRE(WaitUntil([&] { return ProcessesMatching("/jobs/" + id + "/").empty(); },
                     absl::Seconds(30)));

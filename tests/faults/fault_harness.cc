@@ -4,12 +4,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -17,6 +19,8 @@
 
 namespace cohort::testing {
 namespace {
+
+namespace fs = std::filesystem;
 
 const std::string kSource = COHORT_SOURCE_DIR;
 constexpr char kPython[] = COHORT_VENV_PYTHON;
@@ -107,6 +111,42 @@ void CheckSameWeights(const std::string& model) {
   nlohmann::json verdict = nlohmann::json::parse(r.out, nullptr, false);
   REQUIRE(verdict.is_object());
   CHECK(verdict["ok"] == true);
+}
+
+void CheckNothingHalfWritten(const std::string& data_dir, const v1::Job& job) {
+  std::map<std::string, int64_t> recorded;
+  for (const v1::ArtifactInfo& a : job.artifacts()) recorded[a.name()] = a.size_bytes();
+  const fs::path root = fs::path(data_dir) / "jobs" / job.id();
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = fs::relative(e.path(), root).string();
+    INFO("job file " << name);
+    REQUIRE(recorded.count(name) == 1);
+    CHECK(static_cast<int64_t>(e.file_size()) == recorded[name]);
+  }
+  CHECK(fs::is_empty(fs::path(data_dir) / "incoming"));
+  for (const auto& e : fs::recursive_directory_iterator(data_dir)) {
+    INFO(e.path().string());
+    CHECK(!absl::StrContains(e.path().filename().string(), ".tmp"));
+  }
+}
+
+std::string DescribeEvents(const std::vector<v1::JobEvent>& events) {
+  std::string out;
+  for (const v1::JobEvent& e : events) {
+    if (e.has_step()) continue;
+    absl::StrAppend(&out, "#", e.sequence(), " attempt ", e.attempt(), ": ");
+    if (e.has_state_change()) absl::StrAppend(&out, StateName(e.state_change().to()));
+    if (e.has_epoch()) absl::StrAppend(&out, "epoch ", e.epoch().epoch(), " ended");
+    if (e.has_log()) absl::StrAppend(&out, "rank ", e.log().rank(), ": ", e.log().text());
+    if (e.has_attempt_started()) {
+      for (const v1::Placement& p : e.attempt_started().placements()) {
+        absl::StrAppend(&out, "rank ", p.rank(), " on ", p.worker(), "; ");
+      }
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 std::string ProcessesMatching(const std::string& text) {

@@ -62,6 +62,14 @@ const std::string& UndisturbedModel();
 // CHECKs that `model` holds bit for bit the variables of UndisturbedModel().
 void CheckSameWeights(const std::string& model);
 
+// Every file under the job's folder of the coordinator's `data_dir` is one of its
+// recorded artifacts, of the recorded size; nothing is left in incoming/ or anywhere
+// as a temporary file.
+void CheckNothingHalfWritten(const std::string& data_dir, const v1::Job& job);
+
+// The job's events but its step progress, one line each, for a failure's message.
+std::string DescribeEvents(const std::vector<v1::JobEvent>& events);
+
 // The pids of every process whose command line contains `text` (pgrep -f).
 std::string ProcessesMatching(const std::string& text);
 

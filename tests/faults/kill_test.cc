@@ -90,7 +90,9 @@ void RunFault(const Fault& fault) {
   const std::vector<std::string> workers{"w1", "w2", "w3"};  // one spare for a lost agent
   REQUIRE(cluster.StartServer());
   for (const std::string& name : workers) {
-    cluster.StartWorker(name, WorkerOptions{.slots = 1, .env = points.env()});
+    WorkerOptions options;
+    options.env = points.env();
+    cluster.StartWorker(name, options);
   }
   for (const std::string& name : workers) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
 
@@ -135,8 +137,11 @@ void RunFault(const Fault& fault) {
   }
   std::fprintf(stderr, "observed: SUCCEEDED in attempt %d, %d restart(s)\n", job.attempt(),
                job.restarts());
-  CheckNothingLost(jobs.Events(id), v1::JOB_STATE_SUCCEEDED);
+  const std::vector<v1::JobEvent> events = jobs.Events(id);
+  INFO("events:\n" << DescribeEvents(events));
+  CheckNothingLost(events, v1::JOB_STATE_SUCCEEDED);
   CHECK(Listed(cluster, id));
+  CheckNothingHalfWritten(cluster.data_dir(), job);
   CheckSameWeights(cluster.data_dir() + "/jobs/" + id + "/model.keras");
   REQUIRE(WaitUntil([&] { return ProcessesMatching("/jobs/" + id + "/").empty(); },
                     absl::Seconds(30)));

@@ -27,7 +27,9 @@ ExitStatus Cluster::StopServer() {
 }
 
 Process& Cluster::StartWorker(const std::string& name, int slots) {
-  return StartWorker(name, WorkerOptions{.slots = slots});
+  WorkerOptions options;
+  options.slots = slots;
+  return StartWorker(name, options);
 }
 
 Process& Cluster::StartWorker(const std::string& name, const WorkerOptions& options) {
