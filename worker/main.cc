@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string log_format = "text";
   std::string metrics_listen;
+  std::string health_listen;
   std::string work_dir;
   std::string stop_grace = "10s";
   app.add_option("--coordinator", coordinator, "coordinator HOST:PORT (env COHORT_COORDINATOR)");
@@ -88,6 +89,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--metrics-listen", metrics_listen,
                  "HOST:PORT to serve Prometheus metrics on (GET /metrics); off when empty");
+  app.add_option("--health-listen", health_listen,
+                 "HOST:PORT to serve grpc.health.v1 on for probes (\"\": registered with the "
+                 "coordinator, \"liveness\": running); off when empty");
   app.add_option("--work-dir", work_dir,
                  "data cache and the trainers' outputs (default /tmp/cohort-worker-<name>)");
   app.add_option("--stop-grace", stop_grace,
@@ -153,6 +157,15 @@ int main(int argc, char** argv) {
     if (!listening.ok()) return Fail(listening.status());
     metrics = std::move(*listening);
   }
+  std::unique_ptr<cohort::agent::HealthServer> health;
+  if (!health_listen.empty()) {
+    absl::StatusOr<cohort::HostPort> h = cohort::ParseHostPort(health_listen, /*allow_port_zero=*/true);
+    if (!h.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat("--health-listen: ", h.status().message())));
+    absl::StatusOr<std::unique_ptr<cohort::agent::HealthServer>> listening =
+        cohort::agent::HealthServer::Listen(*h);
+    if (!listening.ok()) return Fail(listening.status());
+    health = std::move(*listening);
+  }
   for (const std::string& note : pod.notes) spdlog::info("pod: {}", note);
   for (const std::string& warning : pod.warnings) spdlog::warn("pod: {}", warning);
 
@@ -172,6 +185,7 @@ int main(int argc, char** argv) {
   options.work_dir = work_dir;
   options.stop_grace = *grace;
   options.metrics = metrics.get();
+  options.health = health.get();
   options.advertise_address =
       advertise.empty() ? cohort::agent::LocalAddressToward(*address) : advertise;
   for (const auto& gpu : cohort::trainer::CudaDevices()) {

@@ -18,7 +18,6 @@ import copy
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -190,6 +189,24 @@ def ProbeProblems(docs):
                 problems.append(f"coordinator/{c['name']}: no gRPC {probe}")
             elif grpc.get("port") not in ports:
                 problems.append(f"coordinator/{c['name']}: {probe} is not on {where} {ports}")
+    # The agents: native gRPC probes on their --health-listen port; liveness on the
+    # "liveness" service, which does not follow the coordinator (readiness, "", does).
+    agent = Find(docs, "DaemonSet", "cohort-agent")
+    for c in PodSpec(agent)["containers"]:
+        health = (ArgValue(c, "--health-listen") or "").rpartition(":")[2]
+        ports = {int(health)} if health.isdigit() else set()
+        if not ports & {p["containerPort"] for p in c.get("ports", [])}:
+            problems.append(f"agent/{c['name']}: no --health-listen container port for the probes")
+        for probe in ("readinessProbe", "livenessProbe"):
+            grpc = c.get(probe, {}).get("grpc")
+            if grpc is None:
+                problems.append(f"agent/{c['name']}: no gRPC {probe}")
+            elif grpc.get("port") not in ports:
+                problems.append(f"agent/{c['name']}: {probe} is not on the --health-listen port {ports}")
+        liveness = c.get("livenessProbe", {}).get("grpc", {}).get("service", "")
+        if liveness != "liveness":
+            problems.append(f"agent/{c['name']}: livenessProbe asks service {liveness!r}, not "
+                            "'liveness' (it would restart agents whenever the coordinator is away)")
     for w in (d for d in docs if d["kind"] in ("StatefulSet", "DaemonSet", "Deployment")):
         for c in PodSpec(w)["containers"]:
             for probe in ("readinessProbe", "livenessProbe"):
@@ -475,27 +492,6 @@ class ManifestsTest(unittest.TestCase):
         self.assertEqual(SharedVolumeProblems(Rendered.Get("cpu+shared")), [])
         self.assertEqual(SharedVolumeProblems(Rendered.Get("gpu")), [])
 
-    def test_the_agents_readiness_probe_answers_whether_the_coordinator_port_does(self):
-        """Runs the agent's exec probe as the kubelet would, with the ConfigMap's
-        COHORT_COORDINATOR pointed at loopback: ready while something listens there."""
-        for overlay in OVERLAYS:
-            docs = Rendered.Get(overlay)
-            ds = Find(docs, "DaemonSet", "cohort-agent")
-            command = PodSpec(ds)["containers"][0]["readinessProbe"]["exec"]["command"]
-            self.assertTrue(os.path.isabs(command[0]))
-            with socket.socket() as listener:
-                listener.bind(("127.0.0.1", 0))
-                listener.listen()
-                port = listener.getsockname()[1]
-                env = dict(os.environ, COHORT_COORDINATOR=f"127.0.0.1:{port}")
-                with self.subTest(overlay=overlay, coordinator="listening"):
-                    r = subprocess.run(command, env=env, capture_output=True, timeout=10)
-                    self.assertEqual(r.returncode, 0, r.stderr)
-            with self.subTest(overlay=overlay, coordinator="gone"):
-                r = subprocess.run(command, env=env, capture_output=True, timeout=10)
-                self.assertNotEqual(r.returncode, 0)
-            self.assertIn("COHORT_COORDINATOR", ConfigMap(docs, ds))
-
     def test_no_latest_tag_anywhere_under_deploy(self):
         for directory, _, files in os.walk(os.path.join(ROOT, "deploy")):
             for f in files:
@@ -533,6 +529,11 @@ class ManifestsTest(unittest.TestCase):
             "no gRPC readinessProbe": ("gpu", lambda d: Coordinator(d)["containers"][0]["readinessProbe"].pop("grpc")),
             "no readinessProbe": ("cpu", lambda d: Agent(d)["containers"][0].pop("readinessProbe")),
             "no livenessProbe": ("gpu", lambda d: Agent(d)["containers"][0].pop("livenessProbe")),
+            "agent/agent: no gRPC readinessProbe": ("cpu", lambda d: Agent(d)["containers"][0].update(readinessProbe={"exec": {"command": ["/bin/true"]}})),
+            "agent/agent: no gRPC livenessProbe": ("gpu", lambda d: Agent(d)["containers"][0].update(livenessProbe={"httpGet": {"path": "/metrics", "port": "metrics"}})),
+            "agent/agent: livenessProbe is not on the --health-listen port": ("cpu", lambda d: Agent(d)["containers"][0]["livenessProbe"]["grpc"].update(port=9091)),
+            "agent/agent: no --health-listen container port": ("gpu", lambda d: Agent(d)["containers"][0].update(args=[a for a in Agent(d)["containers"][0]["args"] if not a.startswith("--health-listen=")])),
+            "not 'liveness'": ("cpu", lambda d: Agent(d)["containers"][0]["livenessProbe"]["grpc"].pop("service")),
             "/dev/shm is not": ("cpu", lambda d: [v["emptyDir"].pop("medium") for v in Agent(d)["volumes"] if v["name"] == "dshm"]),
             "too small for NCCL": ("gpu", lambda d: [v["emptyDir"].update(sizeLimit="64Mi") for v in Agent(d)["volumes"] if v["name"] == "dshm"]),
             "no nvidia.com/gpu limit": ("gpu", lambda d: Agent(d)["containers"][0]["resources"]["limits"].pop("nvidia.com/gpu")),

@@ -10,6 +10,7 @@ left out, and the Secret cohort-secrets is a directory of files made for the tes
 token file, a worker token, a CA and the coordinator's certificate from the openssl
 CLI). Then it checks what a cluster would see: the coordinator answers the native gRPC
 probe (grpc.health.v1, with Python's grpcio) on the port the probes name, the agent
+answers its readiness and liveness probes (its own --health-listen port), the agent
 registers under the node's name with the pod's IP (over TLS, with the worker token),
 and both stop cleanly on SIGTERM within the pod's terminationGracePeriodSeconds. A
 flag renamed in a binary but not in the manifests fails here.
@@ -183,12 +184,20 @@ class PodStartTest(unittest.TestCase):
         a = m.PodSpec(ds)["containers"][0]
         agent_env = {k: re.sub(service, address, v) for k, v in ContainerEnvironment(docs, ds, a).items()}
         self.assertEqual(agent_env.get("COHORT_COORDINATOR"), address)
-        agent_argv = Argv(a, agent_env, replacements)
+        # The agent's probes, too, ask its --health-listen port (a port of its own here).
+        agent_probe_ports = {a[p]["grpc"]["port"] for p in ("readinessProbe", "livenessProbe")}
+        self.assertEqual(len(agent_probe_ports), 1)
+        self.assertIn(f"--health-listen=0.0.0.0:{agent_probe_ports.pop()}", a["args"])
+        agent_health_port = FreePort()
+        self.agent_probe_address = f"127.0.0.1:{agent_health_port}"
+        self.agent_services = {p: a[p]["grpc"].get("service", "") for p in ("readinessProbe", "livenessProbe")}
+        agent_argv = Argv(a, agent_env, [(r"^--health-listen=0\.0\.0\.0:\d+$",
+                                          f"--health-listen={self.agent_probe_address}")] + replacements)
         return docs, tmp, address, server, grace, (agent_argv, {**base_env, **agent_env}), \
             m.PodSpec(ds).get("terminationGracePeriodSeconds", 30)
 
-    def Probe(self, address):
-        r = subprocess.run([sys.executable, PROBE, "health", address], capture_output=True,
+    def Probe(self, address, service=""):
+        r = subprocess.run([sys.executable, PROBE, "health", address, service], capture_output=True,
                            text=True, timeout=30)
         return r.stdout.strip()
 
@@ -211,8 +220,15 @@ class PodStartTest(unittest.TestCase):
         limit = m.PodSpec(m.Find(docs, "DaemonSet", "cohort-agent"))["containers"][0]["resources"]["limits"]["cpu"]
         self.assertEqual(worker["cpu_slots"], math.ceil(m.Quantity(limit)))
         self.assertTrue(os.path.isdir(os.path.join(tmp, "data")), "no --data-dir under the volume")
+        # The agent answers its readiness and liveness probes, as the kubelet asks them.
+        for probe, service in self.agent_services.items():
+            with self.subTest(probe=probe):
+                self.assertEqual(WaitFor(lambda: self.Probe(self.agent_probe_address, service) == "SERVING", 30),
+                                 True, agent.Output())
 
         self.assertEqual(agent.Stop(agent_grace), 0, agent.Output())
+        # Gone with its process: the probes fail.
+        self.assertEqual(self.Probe(self.agent_probe_address, self.agent_services["livenessProbe"]), "UNAVAILABLE")
         self.assertEqual(self.Workers(address)[NODE_NAME]["state"], "left")
         self.assertEqual(server.Stop(grace), 0, server.Output())
 

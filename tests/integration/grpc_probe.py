@@ -1,7 +1,9 @@
-"""Probes a coordinator with Python's gRPC, independently of Cohort's own client.
+"""Probes a coordinator or an agent with Python's gRPC, independently of Cohort's own code.
 
-  grpc_probe.py health ADDR            prints the overall health status (e.g. SERVING)
-  grpc_probe.py watch-health ADDR OUT  appends each health status the server streams to OUT
+  grpc_probe.py health ADDR [SERVICE]            prints the health status of SERVICE
+                                                 (default "": overall), e.g. SERVING
+  grpc_probe.py watch-health ADDR OUT [SERVICE]  appends each health status the server
+                                                 streams to OUT
   grpc_probe.py services ADDR          prints the service names reflection lists
 """
 import sys
@@ -20,13 +22,19 @@ def main():
     with channel(addr) as ch:
         if mode == "health":
             stub = health_pb2_grpc.HealthStub(ch)
-            resp = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+            service = sys.argv[3] if len(sys.argv) > 3 else ""
+            try:
+                resp = stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+            except grpc.RpcError as e:
+                print(e.code().name)
+                return
             print(health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status))
         elif mode == "watch-health":
             stub = health_pb2_grpc.HealthStub(ch)
             with open(sys.argv[3], "a", buffering=1) as out:
                 try:
-                    for resp in stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=60):
+                    service = sys.argv[4] if len(sys.argv) > 4 else ""
+                    for resp in stub.Watch(health_pb2.HealthCheckRequest(service=service), timeout=60):
                         out.write(health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status) + "\n")
                 except grpc.RpcError as e:
                     out.write("END " + e.code().name + "\n")

@@ -73,7 +73,12 @@ std::unique_ptr<grpc::ClientContext> Agent::Context() const {
 }
 
 void Agent::Stop() {
+  if (options_.health) options_.health->ShuttingDown();
   if (!stop_.HasBeenNotified()) stop_.Notify();
+}
+
+void Agent::SetReady(bool ready) {
+  if (options_.health) options_.health->SetReady(ready);
 }
 
 absl::Status Agent::Run() {
@@ -147,12 +152,14 @@ bool Agent::KeepLease(const v1::RegisterResponse& lease) {
   // One heartbeat at once (with the ranks still running from before), then the stream.
   absl::Status first = Heartbeat(lease.lease_id());
   if (absl::IsNotFound(first)) return false;
+  SetReady(first.ok());
   {
     absl::MutexLock lock(&mu_);
     lease_id_ = lease.lease_id();
     lease_lost_ = false;
   }
   auto lose_lease = [this] {
+    SetReady(false);
     absl::MutexLock lock(&mu_);
     lease_id_.reset();
   };
@@ -173,6 +180,7 @@ bool Agent::KeepLease(const v1::RegisterResponse& lease) {
       return false;
     }
     absl::Status status = Heartbeat(lease.lease_id());
+    SetReady(status.ok());
     if (status.ok()) {
       if (warned) spdlog::info("coordinator reachable again");
       warned = false;

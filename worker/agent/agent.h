@@ -13,6 +13,9 @@
 // rank (rank_runner.h) fetches the data, launches `cohort-worker train`, forwards its
 // events through the EventForwarder, uploads rank 0's outputs and reports the exit.
 //
+// Health (options.health, health_server.h): ready while a lease is held and its
+// heartbeats are answered; not ready, and not live, from the moment Stop() is called.
+//
 // Stop() (SIGTERM/SIGINT): every rank is stopped (SIGTERM, SIGKILL after stop_grace)
 // while heartbeats go on, their exits are reported, then the agent deregisters.
 //
@@ -41,6 +44,7 @@
 #include "worker/agent/artifact_transfer.h"
 #include "worker/agent/assignment_loop.h"
 #include "worker/agent/event_forwarder.h"
+#include "worker/agent/health_server.h"
 #include "worker/agent/rank_set.h"
 
 namespace cohort::agent {
@@ -69,6 +73,9 @@ struct AgentOptions {
   int threads_per_rank = 0;
   // --metrics-listen: where the ranks' statistics go; not owned, null when off.
   AgentMetrics* metrics = nullptr;
+  // --health-listen: told whether a lease is held and when the agent shuts down; not
+  // owned, null when off.
+  HealthServer* health = nullptr;
 };
 
 class Agent {
@@ -90,6 +97,7 @@ class Agent {
   void Deregister(const std::string& lease_id);
   void StreamAssignments();
   std::unique_ptr<grpc::ClientContext> Context() const;
+  void SetReady(bool ready);
 
   const AgentOptions options_;
   const std::string instance_id_;
