@@ -46,7 +46,9 @@ struct LoadOptions {
   absl::Duration idle_probe = absl::Seconds(2);
   // Each GetJob of the prober must answer within this (else it counts as a stall).
   absl::Duration get_deadline = absl::Seconds(5);
-  absl::Duration drain_timeout = absl::Seconds(240);
+  // A liveness bound, not a speed limit: about 25 s on a quiet 2-core machine, 140 s
+  // seen with the machine's load average at 50.
+  absl::Duration drain_timeout = absl::Seconds(480);
   // Extra cohort-server flags.
   std::vector<std::string> server_flags;
   // Progress lines on stderr.
