@@ -17,6 +17,16 @@ add_compile_options(-Wall -Wextra -Wno-unused-parameter)
 # Every target's headers are included from the repository root: "common/address.h".
 include_directories(${PROJECT_SOURCE_DIR})
 
+# COHORT_SANITIZE=ON: AddressSanitizer + UndefinedBehaviorSanitizer on every target we
+# compile (gcc or clang), any finding aborts the process (-fno-sanitize-recover), so a
+# test that trips one fails. Libraries from Debian (LibTorch, Gloo, gRPC) are not
+# instrumented; docs/reliability.md says what this build covers and why.
+if(COHORT_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-sanitize-recover=all
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
 if(COHORT_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "COHORT_FUZZ needs clang: -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang")
