@@ -222,7 +222,7 @@ v1::SubmitJobRequest SubmitRequest(const DigitsData& data, const std::string& na
 
 }  // namespace
 
-TEST_CASE("Tokens, roles and tenancy over TLS; a 2-rank job runs with mutual-TLS agents",
+TEST_CASE("Tokens and roles and tenancy over TLS and a 2-rank job with mutual-TLS agents",
           "[integration][auth]") {
   DigitsData data;
   Cluster cluster;
@@ -460,7 +460,7 @@ TEST_CASE("A non-loopback --listen without a token file and TLS needs --insecure
   CHECK(absl::StrContains(server.Output(), "--insecure: serving " + listen));
 }
 
-TEST_CASE("Tokens work on plaintext loopback; per-user limits refuse with RESOURCE_EXHAUSTED",
+TEST_CASE("Tokens on plaintext loopback and per-user limits refusing with RESOURCE_EXHAUSTED",
           "[integration][auth]") {
   DigitsData data;
   Cluster cluster;

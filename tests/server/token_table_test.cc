@@ -26,7 +26,7 @@ std::string Error(absl::string_view text) {
 
 }  // namespace
 
-TEST_CASE("A token file maps tokens, in clear or as sha256, to identities and roles",
+TEST_CASE("A token file maps tokens in clear or as sha256 to identities and roles",
           "[server][auth]") {
   const std::string text = std::string("# comment\n\n  ") + kAlice + "   alice  user\n" +
                            kAdminDigest + "\troot admin\n" +
@@ -96,7 +96,7 @@ TEST_CASE("Malformed token files are refused naming the line and never quoting a
   }
 }
 
-TEST_CASE("A token file is read from disk, and a missing one is named", "[server][auth]") {
+TEST_CASE("A token file is read from disk and a missing one is named", "[server][auth]") {
   testing::TempDir dir;
   std::string path = dir.File("tokens");
   testing::WriteFile(path, std::string(kAlice) + " alice user\n");
@@ -112,7 +112,7 @@ TEST_CASE("A token file is read from disk, and a missing one is named", "[server
         "--token-file " + path + ":1: expected 3 fields (TOKEN IDENTITY ROLE), found 2");
 }
 
-TEST_CASE("A non-loopback --listen needs a token file and TLS, or --insecure", "[server][auth]") {
+TEST_CASE("A non-loopback --listen needs a token file and TLS or --insecure", "[server][auth]") {
   CHECK(IsLoopbackHost("127.0.0.1"));
   CHECK(IsLoopbackHost("127.1.2.3"));
   CHECK(IsLoopbackHost("::1"));
