@@ -129,6 +129,8 @@ void RunFault(const Fault& fault) {
 
   JobClient jobs(cluster.address());
   v1::Job job = jobs.WaitForState(id, v1::JOB_STATE_SUCCEEDED, absl::Seconds(300));
+  const std::vector<v1::JobEvent> events = jobs.Events(id);
+  INFO("events:\n" << DescribeEvents(events));
   CHECK(job.attempt() >= 2);  // the fault was felt: the first attempt did not finish
   if (fault.victim == Victim::kCoordinator) {
     CHECK(job.restarts() == 0);  // a coordinator restart is not the job's failure
@@ -137,8 +139,6 @@ void RunFault(const Fault& fault) {
   }
   std::fprintf(stderr, "observed: SUCCEEDED in attempt %d, %d restart(s)\n", job.attempt(),
                job.restarts());
-  const std::vector<v1::JobEvent> events = jobs.Events(id);
-  INFO("events:\n" << DescribeEvents(events));
   CheckNothingLost(events, v1::JOB_STATE_SUCCEEDED);
   CHECK(Listed(cluster, id));
   CheckNothingHalfWritten(cluster.data_dir(), job);
