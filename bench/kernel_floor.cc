@@ -1,9 +1,10 @@
 // kernel_floor: the speed limit of training one of bench/'s models on this machine's
 // CPU threads: only the model's forward and backward matrix products and convolutions,
-// called back to back in a tight loop on preallocated outputs (at::mm_out,
-// at::convolution_out, at::convolution_backward_out), with LibTorch's intra-op thread
-// pool of --threads threads. No activations, pooling, loss, optimizer, autograd or
-// allocation: whatever a framework does on top of this is its overhead.
+// called back to back in a tight loop: matrix products on preallocated outputs
+// (at::mm_out), convolutions through the functional ops autograd calls (at::convolution,
+// at::convolution_backward; see AddConv), with LibTorch's intra-op thread pool of
+// --threads threads. No activations, pooling, loss, optimizer or autograd: whatever a
+// framework does on top of this is its overhead.
 //
 //   kernel_floor --model mlp|cnn|residual --batch 128 --threads 2 --seconds 5
 //
@@ -13,8 +14,9 @@
 //    "max_rss_kb": 123456}
 // The shapes are those of examples/mnist_{mlp,cnn,residual}.keras (Dense weights are
 // (in, out) as Keras stores them; convolution activations are channels-last in memory,
-// as Cohort's trainer keeps them). A benchmark, not a part of Cohort: it includes
-// LibTorch headers and links only LibTorch.
+// by default, as Cohort's trainer keeps them; --layout nchw for PyTorch's default).
+// A benchmark, not a part of Cohort: it includes LibTorch headers and links only
+// LibTorch.
 
 #include <sys/resource.h>
 
@@ -51,34 +53,29 @@ void AddDense(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64
 }
 
 // A 'valid' 3x3 stride-1 Conv2D of `cin` -> `cout` channels on `size` x `size` inputs.
+// LibTorch 1.13's out= forms of convolution are composites that compute into a fresh
+// tensor and copy (and need every output of the backward defined): slower than what
+// autograd calls. So the convolutions call the same functional ops as autograd
+// (at::convolution, at::convolution_backward), whose outputs the allocator recycles;
+// `channels_last` picks the memory format (Cohort keeps activations channels-last).
 void AddConv(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64_t batch,
-             int64_t cin, int64_t cout, int64_t size, bool input_grad) {
+             int64_t cin, int64_t cout, int64_t size, bool input_grad, bool channels_last) {
   auto opts = at::TensorOptions().dtype(at::kFloat);
-  auto cl = at::MemoryFormat::ChannelsLast;
+  auto format = channels_last ? at::MemoryFormat::ChannelsLast : at::MemoryFormat::Contiguous;
   int64_t osize = size - 2;
-  at::Tensor x = at::rand({batch, cin, size, size}, opts).contiguous(cl);
-  at::Tensor w = at::rand({cout, cin, 3, 3}, opts).contiguous(cl);
+  at::Tensor x = at::rand({batch, cin, size, size}, opts).contiguous(format);
+  at::Tensor w = at::rand({cout, cin, 3, 3}, opts).contiguous(format);
   at::Tensor b = at::rand({cout}, opts);
-  at::Tensor y = at::empty({batch, cout, osize, osize}, opts).contiguous(cl);
-  at::Tensor dy = at::rand({batch, cout, osize, osize}, opts).contiguous(cl);
-  at::Tensor dx = at::empty_like(x), dw = at::empty_like(w), db = at::empty_like(b);
-  forward.push_back([=]() mutable {
-    at::convolution_out(y, x, w, b, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1);
-  });
-  backward.insert(backward.begin(), [=]() mutable {
-    if (input_grad) {
-      at::convolution_backward_out(dx, dw, db, dy, x, w, at::IntArrayRef{cout}, {1, 1}, {0, 0},
-                                   {1, 1}, false, {0, 0}, 1, {true, true, true});
-    } else {
-      // The _out form cannot leave an output undefined: the first layer (no input
-      // gradient) allocates its small weight and bias gradients.
-      at::convolution_backward(dy, x, w, at::IntArrayRef{cout}, {1, 1}, {0, 0}, {1, 1}, false,
-                               {0, 0}, 1, {false, true, true});
-    }
+  at::Tensor dy = at::rand({batch, cout, osize, osize}, opts).contiguous(format);
+  forward.push_back([=] { at::convolution(x, w, b, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1); });
+  backward.insert(backward.begin(), [=] {
+    at::convolution_backward(dy, x, w, at::IntArrayRef{cout}, {1, 1}, {0, 0}, {1, 1}, false,
+                             {0, 0}, 1, {input_grad, true, true});
   });
 }
 
-bool Build(const std::string& model, int64_t batch, std::vector<Kernel>& kernels) {
+bool Build(const std::string& model, int64_t batch, bool channels_last,
+           std::vector<Kernel>& kernels) {
   std::vector<Kernel> forward, backward;
   if (model == "mlp") {
     AddDense(forward, backward, batch, 784, 256, false);
@@ -92,8 +89,8 @@ bool Build(const std::string& model, int64_t batch, std::vector<Kernel>& kernels
     }
     AddDense(forward, backward, batch, 256, 10, true);
   } else if (model == "cnn") {
-    AddConv(forward, backward, batch, 1, 32, 28, false);   // -> 26, pooled to 13
-    AddConv(forward, backward, batch, 32, 64, 13, true);   // -> 11, pooled to 5
+    AddConv(forward, backward, batch, 1, 32, 28, false, channels_last);   // -> 26, pooled to 13
+    AddConv(forward, backward, batch, 32, 64, 13, true, channels_last);   // -> 11, pooled to 5
     AddDense(forward, backward, batch, 5 * 5 * 64, 10, true);
   } else {
     return false;
@@ -113,6 +110,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   double seconds = 5;
   int warmup = 20;
+  bool channels_last = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--model") model = value;
@@ -120,6 +118,7 @@ int main(int argc, char** argv) {
     else if (flag == "--threads") threads = std::atoi(value.c_str());
     else if (flag == "--seconds") seconds = std::atof(value.c_str());
     else if (flag == "--warmup") warmup = std::atoi(value.c_str());
+    else if (flag == "--layout") channels_last = value != "nchw";
     else {
       std::fprintf(stderr, "kernel_floor: unknown flag %s\n", flag.c_str());
       return 2;
@@ -127,12 +126,12 @@ int main(int argc, char** argv) {
   }
   if (argc % 2 == 0 || batch <= 0 || threads <= 0 || seconds <= 0) {
     std::fprintf(stderr, "usage: kernel_floor --model mlp|cnn|residual [--batch N] "
-                         "[--threads N] [--seconds S] [--warmup STEPS]\n");
+                         "[--threads N] [--seconds S] [--warmup STEPS] [--layout nchw|nhwc]\n");
     return 2;
   }
   at::set_num_threads(threads);
   std::vector<Kernel> kernels;
-  if (!Build(model, batch, kernels)) {
+  if (!Build(model, batch, channels_last, kernels)) {
     std::fprintf(stderr, "kernel_floor: --model %s: known models are mlp, cnn, residual\n",
                  model.c_str());
     return 2;
