@@ -39,8 +39,8 @@ DigitsJob FaultJob(const std::string& name) {
 }
 
 const DigitsData& SharedDigits() {
-  static DigitsData* data = new DigitsData();  // made once, removed at exit by nobody:
-  return *data;                                // a TempDir the kernel's tmp cleaning owns
+  static const DigitsData data;  // removed at exit
+  return data;
 }
 
 std::mt19937_64 SeededRandom(const std::string& test) {
@@ -76,29 +76,28 @@ int FaultPoints::WaitForHit(absl::Duration timeout) {
 void FaultPoints::Release() { WriteFile(dir_.File(name_ + ".go"), "go\n"); }
 
 const std::string& UndisturbedModel() {
-  static std::string* model = nullptr;
-  static TempDir* dir = nullptr;
-  if (model != nullptr) return *model;
-  dir = new TempDir();
-  const DigitsData& digits = SharedDigits();
-  std::string job = dir->File("job.yaml");
-  WriteFile(job, DigitsJobYaml(FaultJob("undisturbed"), digits.dir()));
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<Process>(
-        std::vector<std::string>{COHORT_WORKER_BIN, "train", job, "--rank", std::to_string(r),
-                                 "--world", "2", "--rendezvous", "file://" + dir->File("rendezvous"),
-                                 "--out", dir->File("out")},
-        dir->File(absl::StrCat("rank", r, ".log"))));
-  }
-  for (auto& rank : ranks) {
-    std::optional<ExitStatus> exit = rank->Wait(absl::Seconds(300));
-    INFO(rank->Output());
-    REQUIRE(exit.has_value());
-    REQUIRE(exit->code == 0);
-  }
-  model = new std::string(dir->File("out/model.keras"));
-  return *model;
+  static const TempDir dir;  // removed at exit
+  static const std::string model = [] {
+    const DigitsData& digits = SharedDigits();
+    std::string job = dir.File("job.yaml");
+    WriteFile(job, DigitsJobYaml(FaultJob("undisturbed"), digits.dir()));
+    std::vector<std::unique_ptr<Process>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(std::make_unique<Process>(
+          std::vector<std::string>{COHORT_WORKER_BIN, "train", job, "--rank", std::to_string(r),
+                                   "--world", "2", "--rendezvous", "file://" + dir.File("rendezvous"),
+                                   "--out", dir.File("out")},
+          dir.File(absl::StrCat("rank", r, ".log"))));
+    }
+    for (auto& rank : ranks) {
+      std::optional<ExitStatus> exit = rank->Wait(absl::Seconds(300));
+      INFO(rank->Output());
+      REQUIRE(exit.has_value());
+      REQUIRE(exit->code == 0);
+    }
+    return dir.File("out/model.keras");
+  }();
+  return model;
 }
 
 void CheckSameWeights(const std::string& model) {
