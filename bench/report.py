@@ -257,12 +257,12 @@ def Report(args, machine, training, all_reduce, notes):
         "others in an order that rotates from setting to setting, each for about "
         f"{args.seconds:g} s measured after a warm-up.",
         "- Kernel floor: bench/kernel_floor.cc, the model's forward and backward matrix "
-        "products and convolutions alone, back to back on preallocated outputs, one "
-        "process per rank on its share of the batch.",
-        "- PyTorch eager / DDP (Gloo, loopback, 1 thread per rank) under each allocator: "
-        "glibc as installed, glibc-tuned (MALLOC_MMAP_THRESHOLD_=32 MiB, "
-        "MALLOC_TRIM_THRESHOLD_=1 GiB), jemalloc (LD_PRELOAD). Keras 3 model.fit on the "
-        "same .keras file, torch and JAX backends.",
+        "products and convolutions alone, back to back, one process per rank on its "
+        "share of the batch.",
+        "- PyTorch eager / DDP (Gloo, loopback, 1 thread per rank) under each allocator of "
+        f"{', '.join(args.allocators) or '(none)'} (glibc: as installed; glibc-tuned: "
+        "MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB; jemalloc: "
+        "LD_PRELOAD). Keras 3 model.fit on the same .keras file, torch and JAX backends.",
         "- Cohort: `cohort-worker train` on a job with as many epochs as the time needs; "
         "the first is warm-up; samples/s is what the trainer reports for the others; CPU "
         "time is the ranks' from the end of the first epoch to their exit (it includes "
