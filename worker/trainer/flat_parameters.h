@@ -33,9 +33,6 @@ class FlatParameters {
   int64_t numel() const { return data_.numel(); }
 
   void ZeroGrad() { grad_.zero_(); }
-  // Whether every gradient is finite (no NaN or infinity). On the CPU one pass over the
-  // buffer without allocating.
-  bool GradFinite() const;
 
  private:
   torch::Tensor data_;

@@ -328,7 +328,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     phases.reduce_end = absl::Now();
     // Gradients are the same on every rank after the all-reduce, so every rank stops
     // at the same step.
-    if (!flat_->GradFinite() || !std::isfinite(step_loss)) {
+    if (!torch::isfinite(flat_->grad()).all().item<bool>() || !std::isfinite(step_loss)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
           " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
