@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/logging.h"
+#include "common/path_roots.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -22,6 +23,7 @@ namespace cohort::agent {
 namespace {
 
 constexpr size_t kMaxExitMessage = 4096;
+constexpr absl::Duration kTensorBoardInterval = absl::Seconds(10);
 
 std::string Describe(const v1::RankRef& rank) {
   return absl::StrCat("job ", rank.job_id(), " attempt ", rank.attempt(), " rank ", rank.rank());
@@ -119,7 +121,7 @@ void RankRunner::Run() {
       ReportExit(1, 0, std::string(exit.status().message()));
     } else {
       spdlog::info("{} ended: {}", Describe(rank()), exit->ToString());
-      UploadPendingCheckpoints();
+      UploadPendingCheckpoints(paths);
       int code = exit->code;
       std::string message;
       {
@@ -231,8 +233,12 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
       upload_tensorboard = epoch_ended_;
       epoch_ended_ = false;
     }
-    UploadPendingCheckpoints();
-    if (upload_tensorboard) UploadTensorBoardFiles(paths);
+    UploadPendingCheckpoints(paths);
+    // At most every kTensorBoardInterval: the event files grow with every epoch, and a
+    // run of many short epochs would otherwise send them over and over.
+    if (upload_tensorboard && absl::Now() - tensorboard_uploaded_ >= kTensorBoardInterval) {
+      UploadTensorBoardFiles(paths);
+    }
   }
   ProcessExit exit = *process->Wait();
   std::unique_ptr<RankProcess> finished;
@@ -243,7 +249,7 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
   return exit;  // `finished` is destroyed outside the lock: it joins its reader thread
 }
 
-void RankRunner::UploadPendingCheckpoints() {
+void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
   while (true) {
     std::string file;
     {
@@ -253,6 +259,11 @@ void RankRunner::UploadPendingCheckpoints() {
       checkpoints_.pop_front();
     }
     std::string name = absl::StrCat("checkpoints/", std::filesystem::path(file).filename().string());
+    absl::StatusOr<PathRoots> dir = PathRoots::Create({paths.out_dir + "/checkpoints"}, "checkpoints");
+    if (absl::Status s = dir.ok() ? dir->Check(file, "checkpoint") : dir.status(); !s.ok()) {
+      spdlog::warn("{}: not uploading {}: {}", Describe(rank()), name, s.message());
+      continue;
+    }
     absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
     if (uploaded.ok()) {
       spdlog::info("{}: uploaded {}", Describe(rank()), name);
@@ -265,6 +276,7 @@ void RankRunner::UploadPendingCheckpoints() {
 }
 
 void RankRunner::UploadTensorBoardFiles(const RankPaths& paths) {
+  tensorboard_uploaded_ = absl::Now();
   UploadTensorBoard(context_.worker, rank(), paths.out_dir, context_.transfer, &tensorboard_sent_);
 }
 

@@ -9,7 +9,8 @@
 //   2. launch `cohort-worker train ...` (trainer_launch.h) and forward its events and
 //      log lines (event_translation.h) to the EventSink; rank 0 uploads each
 //      checkpoint it announces as "checkpoints/<file name>", and its TensorBoard files
-//      after each epoch (tensorboard_upload.h);
+//      after the first epoch and then after an epoch at most every 10 s
+//      (tensorboard_upload.h);
 //   3. when it ends: rank 0 after exit 0 uploads model.keras and history.json; whatever
 //      the outcome, rank 0 uploads its TensorBoard files and, for a job with
 //      spec.trace, every rank its step timeline <out>/trace/rank-<r>.json as
@@ -94,7 +95,9 @@ class RankRunner {
   absl::Status Prepare(const RankPaths& paths);
   // Launches and waits for the trainer; returns its exit (or an error to report).
   absl::StatusOr<ProcessExit> LaunchAndWait(const RankPaths& paths);
-  void UploadPendingCheckpoints();
+  // Uploads the checkpoints the trainer announced; only regular files inside
+  // out_dir/checkpoints (symlinks resolved) are sent, whatever a stdout line names.
+  void UploadPendingCheckpoints(const RankPaths& paths);
   // Rank 0's TensorBoard files that changed since they were last sent.
   void UploadTensorBoardFiles(const RankPaths& paths);
   void UploadTrace(const RankPaths& paths);
@@ -115,6 +118,7 @@ class RankRunner {
   std::deque<std::string> checkpoints_ ABSL_GUARDED_BY(mu_);  // files to upload
   bool epoch_ended_ ABSL_GUARDED_BY(mu_) = false;  // rank 0: TensorBoard files to upload
   std::map<std::string, int64_t> tensorboard_sent_;  // the rank's thread only
+  absl::Time tensorboard_uploaded_ = absl::InfinitePast();  // the rank's thread only
   std::string error_message_ ABSL_GUARDED_BY(mu_);  // the trainer's "error" event
   std::string last_log_ ABSL_GUARDED_BY(mu_);       // its last stderr line
   std::thread thread_;

@@ -20,7 +20,9 @@ int UploadTensorBoard(v1::WorkerService::StubInterface* stub, const v1::RankRef&
   int uploaded = 0;
   for (auto it = fs::recursive_directory_iterator(root, ec); !ec && it != fs::end(it);
        it.increment(ec)) {
-    if (!it->is_regular_file(ec)) continue;
+    // Regular files only, never a symlink: whatever the folder holds, nothing from
+    // outside it is sent.
+    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
     const std::string path = it->path().string();
     const int64_t size = static_cast<int64_t>(it->file_size(ec));
     if (ec) continue;

@@ -260,6 +260,36 @@ TEST_CASE("ReportExit is retried until the coordinator takes it", "[agent][runne
   CHECK(f.Exits()[0].message() == "boom");
 }
 
+TEST_CASE("rank 0 uploads only its own checkpoint files, whatever a stdout line names",
+          "[agent][runner][paths]") {
+  Fixture f;
+  const std::string secret = f.dir.File("secret.zip");
+  testing::WriteFile(secret, "not yours\n");
+  f.UseTrainer(std::string(R"(
+mkdir -p "$out/checkpoints" "$out/tensorboard"
+ln -s ")") + secret + R"(" "$out/checkpoints/link.zip"
+ln -s ")" + secret + R"(" "$out/tensorboard/events.out.tfevents.1"
+echo "{\"event\":\"checkpoint\",\"epoch\":1,\"file\":\")" + secret + R"(\"}"
+echo "{\"event\":\"checkpoint\",\"epoch\":1,\"file\":\"$out/checkpoints/../../../secret.zip\"}"
+echo "{\"event\":\"checkpoint\",\"epoch\":1,\"file\":\"$out/checkpoints/link.zip\"}"
+echo ckpt > "$out/checkpoints/ckpt-epoch-000001.zip"
+echo "{\"event\":\"checkpoint\",\"epoch\":1,\"file\":\"$out/checkpoints/ckpt-epoch-000001.zip\"}"
+echo '{"event":"epoch_end","epoch":1,"epochs":1,"metrics":{"loss":0.5},"seconds":1.5}'
+echo model > "$out/model.keras"; echo '{"loss":[0.5]}' > "$out/history.json"
+exit 0)");
+  RankRunner runner(f.context, f.Start());
+  REQUIRE(runner.WaitDone(absl::Seconds(20)));
+  auto uploads = f.coordinator.With([](auto& s) { return s.uploads; });
+  CHECK(uploads["checkpoints/ckpt-epoch-000001.zip"] == "ckpt\n");
+  for (const auto& [name, bytes] : uploads) {
+    INFO(name);
+    CHECK(bytes != "not yours\n");
+  }
+  CHECK(uploads.count("checkpoints/secret.zip") == 0);
+  CHECK(uploads.count("checkpoints/link.zip") == 0);
+  CHECK(uploads.count("tensorboard/events.out.tfevents.1") == 0);
+}
+
 TEST_CASE("rank 0 of a resumed attempt downloads the checkpoint and passes --resume",
           "[agent][runner]") {
   Fixture f;
