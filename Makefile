@@ -1,11 +1,13 @@
 # The two commands a newcomer needs (README.md):
 #   make demo   set up, build, and run the embedded default (a local cluster)
-#   make test   set up, build, and run every test
+#   make test   set up, build, and run every test, then each fuzzer for FUZZ_SECONDS
+#               (scripts/fuzz); any failure or finding fails the target
 # Both are idempotent. BUILD_DIR and CMAKE_FLAGS may be overridden.
 
 BUILD_DIR ?= build
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= -j2 --timeout 1200
+FUZZ_SECONDS ?= 20
 
 .PHONY: all setup configure build test demo trainer-only clean
 
@@ -23,6 +25,7 @@ build: configure
 
 test: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_FLAGS)
+	@scripts/fuzz $(FUZZ_SECONDS)
 
 demo: build
 	@scripts/demo $(BUILD_DIR)
@@ -33,4 +36,5 @@ trainer-only: setup
 	@cmake --build build-trainer-only
 
 clean:
-	rm -rf $(BUILD_DIR) build-trainer-only $(BUILD_DIR).configure.log
+	rm -rf $(BUILD_DIR) build-trainer-only $(BUILD_DIR).configure.log build-asan build-fuzz \
+	  build-asan.configure.log build-fuzz.configure.log
