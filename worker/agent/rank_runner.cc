@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include "common/logging.h"
-#include "common/path_roots.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -121,7 +120,7 @@ void RankRunner::Run() {
       ReportExit(1, 0, std::string(exit.status().message()));
     } else {
       spdlog::info("{} ended: {}", Describe(rank()), exit->ToString());
-      UploadPendingCheckpoints(paths);
+      UploadPendingCheckpoints();
       int code = exit->code;
       std::string message;
       {
@@ -233,7 +232,7 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
       upload_tensorboard = epoch_ended_;
       epoch_ended_ = false;
     }
-    UploadPendingCheckpoints(paths);
+    UploadPendingCheckpoints();
     // At most every kTensorBoardInterval: the event files grow with every epoch, and a
     // run of many short epochs would otherwise send them over and over.
     if (upload_tensorboard && absl::Now() - tensorboard_uploaded_ >= kTensorBoardInterval) {
@@ -249,7 +248,7 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
   return exit;  // `finished` is destroyed outside the lock: it joins its reader thread
 }
 
-void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
+void RankRunner::UploadPendingCheckpoints() {
   while (true) {
     std::string file;
     {
@@ -259,11 +258,6 @@ void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
       checkpoints_.pop_front();
     }
     std::string name = absl::StrCat("checkpoints/", std::filesystem::path(file).filename().string());
-    absl::StatusOr<PathRoots> dir = PathRoots::Create({paths.out_dir + "/checkpoints"}, "checkpoints");
-    if (absl::Status s = dir.ok() ? dir->Check(file, "checkpoint") : dir.status(); !s.ok()) {
-      spdlog::warn("{}: not uploading {}: {}", Describe(rank()), name, s.message());
-      continue;
-    }
     absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
     if (uploaded.ok()) {
       spdlog::info("{}: uploaded {}", Describe(rank()), name);
