@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/logging.h"
+#include "common/path_roots.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -120,7 +121,7 @@ void RankRunner::Run() {
       ReportExit(1, 0, std::string(exit.status().message()));
     } else {
       spdlog::info("{} ended: {}", Describe(rank()), exit->ToString());
-      UploadPendingCheckpoints();
+      UploadPendingCheckpoints(paths);
       int code = exit->code;
       std::string message;
       {
@@ -232,7 +233,7 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
       upload_tensorboard = epoch_ended_;
       epoch_ended_ = false;
     }
-    UploadPendingCheckpoints();
+    UploadPendingCheckpoints(paths);
     // At most every kTensorBoardInterval: the event files grow with every epoch, and a
     // run of many short epochs would otherwise send them over and over.
     if (upload_tensorboard && absl::Now() - tensorboard_uploaded_ >= kTensorBoardInterval) {
@@ -248,7 +249,7 @@ absl::StatusOr<ProcessExit> RankRunner::LaunchAndWait(const RankPaths& paths) {
   return exit;  // `finished` is destroyed outside the lock: it joins its reader thread
 }
 
-void RankRunner::UploadPendingCheckpoints() {
+void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
   while (true) {
     std::string file;
     {
@@ -258,6 +259,11 @@ void RankRunner::UploadPendingCheckpoints() {
       checkpoints_.pop_front();
     }
     std::string name = absl::StrCat("checkpoints/", std::filesystem::path(file).filename().string());
+    absl::StatusOr<PathRoots> dir = PathRoots::Create({paths.out_dir + "/checkpoints"}, "checkpoints");
+    if (absl::Status s = dir.ok() ? dir->Check(file, "checkpoint") : dir.status(); !s.ok()) {
+      spdlog::warn("{}: not uploading {}: {}", Describe(rank()), name, s.message());
+      continue;
+    }
     absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
     if (uploaded.ok()) {
       spdlog::info("{}: uploaded {}", Describe(rank()), name);

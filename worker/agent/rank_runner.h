@@ -95,7 +95,9 @@ class RankRunner {
   absl::Status Prepare(const RankPaths& paths);
   // Launches and waits for the trainer; returns its exit (or an error to report).
   absl::StatusOr<ProcessExit> LaunchAndWait(const RankPaths& paths);
-  void UploadPendingCheckpoints();
+  // Uploads the checkpoints the trainer announced; only regular files inside
+  // out_dir/checkpoints (symlinks resolved) are sent, whatever a stdout line names.
+  void UploadPendingCheckpoints(const RankPaths& paths);
   // Rank 0's TensorBoard files that changed since they were last sent.
   void UploadTensorBoardFiles(const RankPaths& paths);
   void UploadTrace(const RankPaths& paths);
