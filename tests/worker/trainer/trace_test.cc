@@ -77,6 +77,33 @@ TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[
   }
 }
 
+TEST_CASE("A run that fails mid-epoch keeps its timeline so far", "[trainer][trace][python]") {
+  TempDir dir;
+  CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
+  INFO(digits.output);
+  REQUIRE(digits.status.code == 0);
+  // The last rows' inputs are NaN: without shuffling, the first epoch's last steps fail.
+  CommandResult poisoned = Python(
+      {"-c", "import numpy as np, sys; x = np.load(sys.argv[1]); x[-100:] = np.nan; "
+             "np.save(sys.argv[1], x)",
+       dir.File("data/x_train.npy")});
+  INFO(poisoned.output);
+  REQUIRE(poisoned.status.code == 0);
+  WriteFile(dir.File("job.yaml"), absl::StrCat("model: ", kSource, "/examples/digits_cnn.keras\n",
+                                               "data:\n  x: data/x_train.npy\n  y: data/y_train.npy\n",
+                                               "fit:\n  epochs: 2\n  batch_size: 128\n  shuffle: false\n"));
+  CommandResult run = RunCommand({kWorker, "train", dir.File("job.yaml"), "--out", dir.File("out"),
+                                  "--threads", "1", "--trace"},
+                                 kTimeout);
+  INFO(run.output);
+  REQUIRE(run.status.code == 1);
+  CommandResult own = Python({kSource + "/tests/worker/trainer/check_trace.py",
+                              dir.File("out/trace/rank-0.json"), "1"});
+  INFO(own.output);
+  REQUIRE(own.status.code == 0);
+  CHECK(nlohmann::json::parse(own.out)["ranks"]["0"]["steps"].get<int64_t>() >= 1);
+}
+
 TEST_CASE("A trace checker that can fail", "[trainer][trace][python]") {
   TempDir dir;
   WriteFile(dir.File("bad.json"),
