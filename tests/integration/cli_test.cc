@@ -307,7 +307,7 @@ TEST_CASE("A job that fails makes its watcher exit 1 with the reason", "[integra
   // The reason is the job's, filled in when the final event carries none.
   CHECK(std::regex_search(output, std::regex(id + ": FAILED: .*'w1'")));
   CHECK(StateOf(cluster, id) == "JOB_STATE_FAILED");
-  CommandResult download = cluster.Cli({"download", id});
+  CommandResult download = cluster.Cli({"download", id, "-o", cluster.dir().File("download")});
   CHECK(download.status.code == 1);
   CHECK(absl::StrContains(download.output, "has no artifact 'model.keras'"));
 }
