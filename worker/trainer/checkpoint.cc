@@ -132,6 +132,17 @@ absl::StatusOr<std::string> WriteCheckpoint(const std::string& dir, const Checkp
   if (absl::Status s = (*zip)->Finish(); !s.ok()) return s;
   std::vector<fs::path> files = CheckpointFiles(dir);
   for (size_t i = 0; i + keep < files.size(); ++i) fs::remove(files[i], ec);
+  // A writer killed mid-write leaves its temporary file ("<name>.tmp-<pid>"); it is
+  // never read as a checkpoint, and one process at a time writes a rank's checkpoints,
+  // so any still here is such a leftover.
+  std::vector<fs::path> leftovers;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::string name = e.path().filename().string();
+    if (absl::StartsWith(name, "ckpt-epoch-") && absl::StrContains(name, ".zip.tmp-")) {
+      leftovers.push_back(e.path());
+    }
+  }
+  for (const fs::path& leftover : leftovers) fs::remove(leftover, ec);
   return path;
 }
 

@@ -9,7 +9,8 @@
 // epoch is their state.
 //
 // Files are `DIR/ckpt-epoch-000003.zip`, written atomically (temp file, then rename);
-// after each write only the newest `keep` remain. Loading tries the newest first and
+// after each write only the newest `keep` remain, and the temporary files of writers
+// killed mid-write are removed. Loading tries the newest first and
 // falls back to older ones when a file is corrupt (every member's CRC-32 is checked, so
 // damaged tensor bytes count) or does not fit the model.
 

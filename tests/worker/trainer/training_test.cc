@@ -377,8 +377,12 @@ TEST_CASE("resuming skips a corrupted latest checkpoint with a warning and still
   std::string bytes = ReadFile(latest);
   for (size_t i = bytes.size() / 2; i < bytes.size() / 2 + 8; ++i) bytes[i] ^= 0x5a;
   WriteFile(latest, bytes);
+  // What a trainer killed while writing epoch 4's checkpoint leaves behind.
+  std::string half = w.File("run/checkpoints/ckpt-epoch-000004.zip.tmp-999999");
+  WriteFile(half, bytes.substr(0, bytes.size() / 2));
 
   std::string output = w.Train(longer, 1, "run", {"--resume"});
+  CHECK_FALSE(fs::exists(half));  // not taken for a checkpoint, and gone
   std::string warning = LineWith(output, "skipping checkpoint");
   INFO(output);
   CHECK(absl::StrContains(warning, "ckpt-epoch-000003.zip"));
