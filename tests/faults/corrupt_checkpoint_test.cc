@@ -52,7 +52,9 @@ TEST_CASE("A damaged latest checkpoint: the job resumes from the previous one", 
     options.env = points.env();
     cluster.StartWorker(name, options);
   }
-  for (const std::string& name : workers) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
+  for (const std::string& name : workers) {
+    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
+  }
 
   JobClient jobs(cluster.address());
   const std::string id = jobs.Submit(digits.Write(FaultJob("damaged")));

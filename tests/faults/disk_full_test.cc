@@ -86,7 +86,9 @@ TEST_CASE("The coordinator's artifact disk full: uploads fail naming it, then th
     options.env = points.env();
     cluster.StartWorker(name, options);
   }
-  for (const std::string& name : workers) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
+  for (const std::string& name : workers) {
+    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
+  }
   REQUIRE(fs::exists(cluster.dir().File("db/cohort.db")));
 
   JobClient jobs(cluster.address());
@@ -117,12 +119,7 @@ TEST_CASE("The coordinator's artifact disk full: uploads fail naming it, then th
   const std::vector<v1::JobEvent> events = jobs.Events(id);
   INFO("events:\n" << DescribeEvents(events));
   CheckNothingLost(events, v1::JOB_STATE_SUCCEEDED);
-  std::string failure;
-  for (const v1::JobEvent& e : events) {
-    if (e.has_log() && e.log().rank() == -1 && absl::StrContains(e.log().text(), "attempt 1 failed")) {
-      failure = e.log().text();
-    }
-  }
+  const std::string failure = AttemptFailure(events, 1);
   INFO("the first attempt's failure: " << failure);
   std::fprintf(stderr, "observed: %s\n", failure.c_str());
   CHECK(absl::StrContains(failure, "model.keras"));

@@ -85,8 +85,8 @@ const std::string& UndisturbedModel() {
     for (int r = 0; r < 2; ++r) {
       ranks.push_back(std::make_unique<Process>(
           std::vector<std::string>{COHORT_WORKER_BIN, "train", job, "--rank", std::to_string(r),
-                                   "--world", "2", "--rendezvous", "file://" + dir.File("rendezvous"),
-                                   "--out", dir.File("out")},
+                                   "--world", "2", "--rendezvous",
+                                   "file://" + dir.File("rendezvous"), "--out", dir.File("out")},
           dir.File(absl::StrCat("rank", r, ".log"))));
     }
     for (auto& rank : ranks) {
@@ -148,6 +148,16 @@ std::string DescribeEvents(const std::vector<v1::JobEvent>& events) {
   return out;
 }
 
+std::string AttemptFailure(const std::vector<v1::JobEvent>& events, int attempt) {
+  const std::string prefix = absl::StrCat("attempt ", attempt, " failed");
+  for (const v1::JobEvent& e : events) {
+    if (e.has_log() && e.log().rank() == -1 && absl::StartsWith(e.log().text(), prefix)) {
+      return e.log().text();
+    }
+  }
+  return "";
+}
+
 std::string ProcessesMatching(const std::string& text) {
   CommandResult r = RunCommand({"/usr/bin/pgrep", "-a", "-f", text});
   return r.status.code == 0 ? r.out : "";
@@ -175,7 +185,13 @@ void StopAndCheckNothingLeft(Cluster& cluster, const std::vector<std::string>& w
 }
 
 bool Listed(Cluster& cluster, const std::string& job_id) {
-  CommandResult r = cluster.Cli({"list", "-o", "json"});
+  CommandResult r;
+  WaitUntil(
+      [&] {
+        r = cluster.Cli({"list", "-o", "json"});
+        return r.status.code == 0;
+      },
+      absl::Seconds(60));
   INFO(r.output);
   REQUIRE(r.status.code == 0);
   nlohmann::json jobs = nlohmann::json::parse(r.out, nullptr, false);

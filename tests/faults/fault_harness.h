@@ -21,8 +21,11 @@
 
 namespace cohort::testing {
 
-// Long enough that a loaded 2-core machine misses no heartbeat while two trainers run.
-inline constexpr char kFaultLeaseTtl[] = "3s";
+// Long enough that a 2-core machine loaded by other builds too misses no heartbeat
+// while two trainers run (3 s, as job_test uses, was not always).
+inline constexpr char kFaultLeaseTtl[] = "5s";
+// How long an agent may take to register on such a machine.
+inline constexpr absl::Duration kAgentStartTimeout = absl::Seconds(60);
 
 // The job every fault runs: digits_cnn, 2 ranks, 3 epochs of batch 64 (23 steps each),
 // a checkpoint after each epoch, 3 restarts allowed.
@@ -70,6 +73,9 @@ void CheckNothingHalfWritten(const std::string& data_dir, const v1::Job& job);
 // The job's events but its step progress, one line each, for a failure's message.
 std::string DescribeEvents(const std::vector<v1::JobEvent>& events);
 
+// The coordinator's log line saying why `attempt` failed ("attempt N failed: ..."), or "".
+std::string AttemptFailure(const std::vector<v1::JobEvent>& events, int attempt);
+
 // The pids of every process whose command line contains `text` (pgrep -f).
 std::string ProcessesMatching(const std::string& text);
 
@@ -77,7 +83,8 @@ std::string ProcessesMatching(const std::string& text);
 // process started for `cluster` (its directory in the command line) is left.
 void StopAndCheckNothingLeft(Cluster& cluster, const std::vector<std::string>& workers);
 
-// The job in the coordinator's job list (ListJobs through the CLI).
+// The job in the coordinator's job list (ListJobs through the CLI; a call the loaded
+// coordinator does not answer in time is tried again, for up to a minute).
 bool Listed(Cluster& cluster, const std::string& job_id);
 
 }  // namespace cohort::testing

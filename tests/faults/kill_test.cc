@@ -94,20 +94,27 @@ void RunFault(const Fault& fault) {
     options.env = points.env();
     cluster.StartWorker(name, options);
   }
-  for (const std::string& name : workers) REQUIRE(cluster.WaitForWorkerState(name, "alive"));
+  for (const std::string& name : workers) {
+    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
+  }
 
   std::string id;
+  int attempt_at_fault = 0, restarts_at_fault = 0;
   {
     JobClient jobs(cluster.address());
     id = jobs.Submit(digits.Write(FaultJob("fault")));
     const int pid = points.WaitForHit();
     const v1::Job job = jobs.Get(id);
+    // Usually attempt 1; on a machine loaded enough an earlier attempt may have failed.
+    attempt_at_fault = job.attempt();
+    restarts_at_fault = job.restarts();
     INFO("job at the fault: attempt " << job.attempt() << ", state " << StateName(job.state()));
-    REQUIRE(job.attempt() == 1);
+    REQUIRE(job.state() != v1::JOB_STATE_SUCCEEDED);
     switch (fault.victim) {
       case Victim::kTrainer: {
         // At an upload the agent stopped; its rank 0 trainer trains on.
-        int trainer = fault.point.rfind("upload-", 0) == 0 ? TrainerPid(id, 1, 0) : pid;
+        int trainer =
+            fault.point.rfind("upload-", 0) == 0 ? TrainerPid(id, attempt_at_fault, 0) : pid;
         REQUIRE(trainer > 0);
         REQUIRE(kill(trainer, SIGKILL) == 0);
         break;
@@ -131,11 +138,11 @@ void RunFault(const Fault& fault) {
   v1::Job job = jobs.WaitForState(id, v1::JOB_STATE_SUCCEEDED, absl::Seconds(300));
   const std::vector<v1::JobEvent> events = jobs.Events(id);
   INFO("events:\n" << DescribeEvents(events));
-  CHECK(job.attempt() >= 2);  // the fault was felt: the first attempt did not finish
+  CHECK(job.attempt() > attempt_at_fault);  // the fault was felt: its attempt did not finish
   if (fault.victim == Victim::kCoordinator) {
-    CHECK(job.restarts() == 0);  // a coordinator restart is not the job's failure
+    CHECK(job.restarts() == restarts_at_fault);  // a coordinator restart is not the job's failure
   } else {
-    CHECK(job.restarts() >= 1);
+    CHECK(job.restarts() > restarts_at_fault);
   }
   std::fprintf(stderr, "observed: SUCCEEDED in attempt %d, %d restart(s)\n", job.attempt(),
                job.restarts());

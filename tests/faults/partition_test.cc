@@ -115,8 +115,8 @@ TEST_CASE("An agent cut off by a network partition is declared lost and the job 
   inside.wrapper = netns.Exec();
   cluster.StartWorker("w1", host);
   Process& cut_off = cluster.StartWorker("w2", inside);
-  REQUIRE(cluster.WaitForWorkerState("w1", "alive"));
-  REQUIRE(cluster.WaitForWorkerState("w2", "alive"));
+  REQUIRE(cluster.WaitForWorkerState("w1", "alive", kAgentStartTimeout));
+  REQUIRE(cluster.WaitForWorkerState("w2", "alive", kAgentStartTimeout));
 
   JobClient jobs(cluster.address());
   const std::string id = jobs.Submit(digits.Write(FaultJob("partitioned")));
@@ -125,7 +125,7 @@ TEST_CASE("An agent cut off by a network partition is declared lost and the job 
   REQUIRE(job.attempt() == 1);
   REQUIRE(WorkerOfRank(job, 0) != WorkerOfRank(job, 1));
   cluster.StartWorker("w3", host);  // the spare
-  REQUIRE(cluster.WaitForWorkerState("w3", "alive"));
+  REQUIRE(cluster.WaitForWorkerState("w3", "alive", kAgentStartTimeout));
   netns.Cut();
   points.Release();
 
@@ -138,12 +138,7 @@ TEST_CASE("An agent cut off by a network partition is declared lost and the job 
   const std::vector<v1::JobEvent> events = jobs.Events(id);
   INFO("events:\n" << DescribeEvents(events));
   CheckNothingLost(events, v1::JOB_STATE_SUCCEEDED);
-  std::string why;
-  for (const v1::JobEvent& e : events) {
-    if (e.has_log() && e.log().rank() == -1 && absl::StrContains(e.log().text(), "attempt 1 failed")) {
-      why = e.log().text();
-    }
-  }
+  const std::string why = AttemptFailure(events, 1);
   INFO("the first attempt's failure: " << why);
   std::fprintf(stderr, "observed: %s\n", why.c_str());
   CHECK(absl::StrContains(why, "worker 'w2'"));
