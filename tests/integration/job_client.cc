@@ -162,5 +162,4 @@ std::set<int> EndedEpochs(const std::vector<v1::JobEvent>& events, int attempt) 
   return epochs;
 }
 
-
 }  // namespace cohort::testing
