@@ -74,7 +74,7 @@ TEST_CASE("Uploads: bad names, unknown ids, limits and bad digests", "[server][a
   CHECK(std::filesystem::is_empty(dir.path() + "/incoming"));
 }
 
-TEST_CASE("Job artifacts live under jobs/<id>/<name>; names cannot escape", "[server][artifacts]") {
+TEST_CASE("Job artifacts live under jobs/<id>/<name> and names cannot escape", "[server][artifacts]") {
   TempDir dir;
   auto store = Store(dir);
   auto r = store->StartJobArtifact("job-1", "checkpoints/ckpt-epoch-000003.zip", 2, "");

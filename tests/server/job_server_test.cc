@@ -254,7 +254,7 @@ TEST_CASE("A failed rank restarts the job from its newest checkpoint, then FAILE
   CHECK(events.back().state_change().to() == v1::JOB_STATE_FAILED);
 }
 
-TEST_CASE("Cancel stops every rank; a second cancel is a no-op", "[server][jobs]") {
+TEST_CASE("Cancel stops every rank and a second cancel is a no-op", "[server][jobs]") {
   Env env;
   FakeAgent w1("w1", 1);
   w1.Join(*env.server);
@@ -326,7 +326,7 @@ TEST_CASE("Every rank uploads its own trace and nothing else, also after the job
                                        "tensorboard/train/events.out"});
 }
 
-TEST_CASE("A lost worker fails the attempt; the job restarts on a healthy worker",
+TEST_CASE("A lost worker fails the attempt and the job restarts on a healthy worker",
           "[server][jobs]") {
   CoordinatorOptions options;
   options.lease_ttl = absl::Seconds(1);

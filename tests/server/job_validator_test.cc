@@ -51,7 +51,7 @@ std::string Refusal(const absl::Status& s) {
   return std::string(s.message());
 }
 
-TEST_CASE("A good job validates; an inline model becomes an artifact id", "[server][validator]") {
+TEST_CASE("A good job validates and an inline model becomes an artifact id", "[server][validator]") {
   Fixture f;
   v1::JobSpec spec = ClassifierSpec(f.dir.path());
   absl::StatusOr<ValidatedJob> v = f.validator->Validate(spec);

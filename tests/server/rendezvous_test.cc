@@ -35,7 +35,7 @@ TEST_CASE("Rendezvous Get times out naming the missing keys", "[server][rendezvo
   CHECK(got.status().message() == "rendezvous 'job-1/1': keys not set within 50ms: rank1, rank2");
 }
 
-TEST_CASE("Rendezvous Drop aborts blocked readers; ended namespaces refuse", "[server][rendezvous]") {
+TEST_CASE("Rendezvous Drop aborts blocked readers and ended namespaces refuse", "[server][rendezvous]") {
   Rendezvous r;
   r.Open("job-7/3");
   std::thread dropper([&] {

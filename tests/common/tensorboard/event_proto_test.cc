@@ -26,7 +26,7 @@ TEST_CASE("A scalars event has protobuf's wire encoding", "[tensorboard]") {
   CHECK(EncodeScalarsEvent(1.5, 3, {{"loss", 0.25f}}) == expected);
 }
 
-TEST_CASE("Steps are varints; step 0 is left out", "[tensorboard]") {
+TEST_CASE("Steps are varints and step 0 is left out", "[tensorboard]") {
   std::string e = EncodeScalarsEvent(0, 300, {});
   CHECK(e.substr(9) == Bytes({0x10, 0xAC, 0x02, 0x2A, 0x00}));
   CHECK(EncodeScalarsEvent(0, 0, {}).substr(9) == Bytes({0x2A, 0x00}));

@@ -118,7 +118,7 @@ TEST_CASE("a cancelled fetch ends at once", "[agent][transfer]") {
   CHECK(Entries(dir.File("cache")).empty());
 }
 
-TEST_CASE("uploads carry the name, size and sha256; downloads are size-checked",
+TEST_CASE("uploads carry the name, size and sha256 and downloads are size-checked",
           "[agent][transfer]") {
   testing::FakeCoordinator coordinator;
   testing::TempDir dir;
