@@ -1,6 +1,7 @@
 # The two commands a newcomer needs (README.md):
 #   make demo   set up, build, and run the embedded default (a local cluster)
-#   make test   set up, build, and run every test, then each fuzzer for FUZZ_SECONDS
+#   make test   set up, build, and run every test, then the unit tests again under
+#               ASan + UBSan (scripts/sanitize) and each fuzzer for FUZZ_SECONDS
 #               (scripts/fuzz); any failure or finding fails the target
 # Both are idempotent. BUILD_DIR and CMAKE_FLAGS may be overridden.
 
@@ -25,6 +26,7 @@ build: configure
 
 test: build
 	@ctest --test-dir $(BUILD_DIR) --output-on-failure $(CTEST_FLAGS)
+	@scripts/sanitize
 	@scripts/fuzz $(FUZZ_SECONDS)
 
 demo: build
