@@ -112,7 +112,9 @@ struct KerasWeights {
 // corrupt; datasets outside a `vars` group; `vars` groups holding groups or datasets
 // not named 0..n-1; soft or external links; dataspaces that are null; datasets of any
 // type but float32/float64 (and int32/int64 in optimizer groups); files without any
-// `vars` group.
+// `vars` group; files whose reading crashes libhdf5 (which trusts a file's internal
+// addresses): a forked child reads the bytes first, and only if it survives are they
+// read here.
 absl::StatusOr<KerasWeights> ReadKerasWeights(absl::string_view bytes,
                                               absl::string_view file_name = kKerasWeightsFileName);
 // Reads the file at `path` and parses it as above; errors name `path`.

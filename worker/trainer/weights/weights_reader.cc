@@ -3,9 +3,14 @@
 
 #include <hdf5.h>
 #include <hdf5_hl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <new>
 
@@ -172,17 +177,23 @@ absl::Status Reader::ReadVarsGroup(hid_t group, const std::string& path) {
   if (!children.ok()) return children.status();
   const bool optimizer = absl::StartsWith(path, kOptimizerGroupPrefix);
   vars.variables.resize(children->size());
+  std::vector<bool> filled(children->size());
   for (const Child& child : *children) {
     if (child.type != H5I_DATASET) {
       return Error(child.path, "is not a dataset; a vars group holds only datasets");
     }
     std::optional<size_t> index = ParseIndex(child.name);
     if (!index || *index >= children->size()) {
-      // With unique names all below the count, every index 0..n-1 is present.
+      // With distinct names all below the count, every index 0..n-1 is present.
       return Error(child.path, absl::StrCat("is misnamed: the datasets of a vars group are "
                                             "named 0 to n-1 (here n = ",
                                             children->size(), ")"));
     }
+    if (filled[*index]) {
+      // HDF5 keeps a group's link names distinct; only a damaged file repeats one.
+      return Error(child.path, "appears twice in its group (a corrupt file)");
+    }
+    filled[*index] = true;
     absl::StatusOr<KerasVariable> variable = ReadDataset(child.object.get(), child.path, optimizer);
     if (!variable.ok()) return variable.status();
     vars.variables[*index] = *std::move(variable);
@@ -294,15 +305,10 @@ absl::StatusOr<KerasVariable> Reader::ReadDataset(hid_t dataset, const std::stri
   return variable;
 }
 
-}  // namespace
-
-absl::StatusOr<KerasWeights> ReadKerasWeights(absl::string_view bytes,
-                                              absl::string_view file_name) {
-  if (!HasHdf5Signature(bytes)) {
-    return absl::InvalidArgumentError(absl::StrCat(file_name, ": is not an HDF5 file"));
-  }
+// Reads `bytes` in this process; the caller holds a Session.
+absl::StatusOr<KerasWeights> ReadInThisProcess(absl::string_view bytes,
+                                               absl::string_view file_name) {
   try {
-    Session session;
     // Read-only and without copying: HDF5 reads `bytes` in place until the file closes.
     Handle file(H5LTopen_file_image(const_cast<char*>(bytes.data()), bytes.size(),
                                     H5LT_FILE_IMAGE_DONT_COPY | H5LT_FILE_IMAGE_DONT_RELEASE));
@@ -331,6 +337,53 @@ absl::StatusOr<KerasWeights> ReadKerasWeights(absl::string_view bytes,
     return absl::ResourceExhaustedError(
         absl::StrCat(file_name, ": its weights do not fit in memory"));
   }
+}
+
+
+// libhdf5 1.10 trusts the addresses inside a file: a damaged or crafted file can make it
+// read out of bounds and crash the process (the keras_weights fuzzer found one in its
+// global heap, reading a variable-length string attribute). So a forked child reads the
+// file first, with the default action for crash signals (no sanitizer or fuzzer report
+// of a crash that is expected); only when the child ends normally does this process read
+// it. The caller holds a Session across the fork, so no other thread of this process is
+// inside HDF5 when the child copies it.
+absl::Status CheckReadingSurvives(absl::string_view bytes, absl::string_view file_name) {
+  const pid_t pid = fork();
+  if (pid < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(file_name, ": cannot fork to check the file: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
+    (void)ReadInThisProcess(bytes, file_name);  // the parent reads it again for the result
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      return absl::InternalError(
+          absl::StrCat(file_name, ": waiting for the file check: ", std::strerror(errno)));
+    }
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  const std::string how = WIFSIGNALED(status)
+                              ? absl::StrCat("signal ", WTERMSIG(status), ", ",
+                                             strsignal(WTERMSIG(status)))
+                              : absl::StrCat("exit code ", WEXITSTATUS(status));
+  return absl::InvalidArgumentError(absl::StrCat(
+      file_name, ": is a corrupt HDF5 file: reading it crashes the HDF5 library (", how, ")"));
+}
+
+}  // namespace
+
+absl::StatusOr<KerasWeights> ReadKerasWeights(absl::string_view bytes,
+                                              absl::string_view file_name) {
+  if (!HasHdf5Signature(bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(file_name, ": is not an HDF5 file"));
+  }
+  Session session;
+  if (absl::Status s = CheckReadingSurvives(bytes, file_name); !s.ok()) return s;
+  return ReadInThisProcess(bytes, file_name);
 }
 
 }  // namespace cohort::trainer

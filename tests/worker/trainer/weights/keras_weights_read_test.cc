@@ -189,5 +189,31 @@ TEST_CASE("ReadKerasWeightsFile names a file it cannot open") {
              Catch::StartsWith(dir.File("missing.weights.h5") + ": cannot open"));
 }
 
+// Inputs the keras_weights fuzzer found, kept in its corpus (tests/fuzz/corpus/).
+std::string FuzzFinding(const std::string& name) {
+  return std::string(COHORT_FUZZ_CORPUS) + "/keras_weights/" + name;
+}
+
+TEST_CASE("a file that crashes libhdf5 is refused, and the reader survives") {
+  // A damaged global heap reference in a vars group's `name` attribute makes libhdf5
+  // 1.10 read out of bounds (SIGSEGV).
+  const std::string path = FuzzFinding("crash-hdf5-global-heap");
+  absl::StatusOr<KerasWeights> weights = ReadKerasWeightsFile(path);
+  REQUIRE_FALSE(weights.ok());
+  CHECK(weights.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(weights.status().message()),
+             Catch::Contains("crashes the HDF5 library") && Catch::Contains(path));
+}
+
+TEST_CASE("a vars group whose link names repeat is refused") {
+  // A damaged group lists dataset "1" twice and no "0"; it was read as a variable 0
+  // with no shape and no values.
+  absl::StatusOr<KerasWeights> weights = ReadKerasWeightsFile(FuzzFinding("repeated-link-name"));
+  REQUIRE_FALSE(weights.ok());
+  CHECK(weights.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(weights.status().message()),
+             Catch::Contains("layers/dense/vars/1 appears twice"));
+}
+
 }  // namespace
 }  // namespace cohort::trainer
