@@ -205,6 +205,16 @@ TEST_CASE("a file that crashes libhdf5 is refused, and the reader survives") {
              Catch::Contains("crashes the HDF5 library") && Catch::Contains(path));
 }
 
+TEST_CASE("a file that makes libhdf5 loop forever is refused in bounded time") {
+  // Another damaged global heap: libhdf5 1.10 spins in H5C_protect without end.
+  const std::string path = FuzzFinding("hang-hdf5-global-heap");
+  absl::StatusOr<KerasWeights> weights = ReadKerasWeightsFile(path);
+  REQUIRE_FALSE(weights.ok());
+  CHECK(weights.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK_THAT(std::string(weights.status().message()),
+             Catch::Contains("did not finish reading it in 10 s") && Catch::Contains(path));
+}
+
 TEST_CASE("a vars group whose link names repeat is refused") {
   // A damaged group lists dataset "1" twice and no "0"; it was read as a variable 0
   // with no shape and no values.
