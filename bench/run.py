@@ -501,7 +501,7 @@ def main(argv):
     parser.add_argument("--max-wait", type=float, default=30.0,
                         help="seconds to wait for a quiet machine before each run")
     parser.add_argument("--retries", type=int, default=1,
-                        help=f"runs again while other load exceeds {NOISY_LOAD:.0%}")
+                        help=f"runs again while other load exceeds {NOISY_LOAD:.0%}%")
     parser.add_argument("--nice", type=int, default=0,
                         help="change the benchmark's priority by this much (-20: take "
                              "the CPU from builds on a shared machine; needs root)")
