@@ -29,8 +29,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from peer_torch_eager import (AddCommonArguments, Allocator, BuildModel, StepsFor,
-                              SyntheticBatches, Train, Window)
+from peer_torch_eager import (AddCommonArguments, Allocator, BuildModel, IntraOpThreads,
+                              StepsFor, SyntheticBatches, Train, Window)
 
 RANK_TIMEOUT_S = 600
 
@@ -43,7 +43,7 @@ def FreePort():
 
 def RunRank(args):
     """One rank, started by Launch with the torch.distributed env:// variables set."""
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(IntraOpThreads(args))
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(args.seed)  # DDP broadcasts rank 0's parameters anyway

@@ -134,6 +134,21 @@ def AddCommonArguments(parser):
     length.add_argument("--seconds", type=float,
                         help="measure about this long (steps chosen from the warm-up)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tuned", action="store_true",
+                        help="flush denormals to zero and compute on one thread pool, as "
+                             "Cohort does (see IntraOpThreads)")
+
+
+def IntraOpThreads(args):
+    """LibTorch's intra-op threads. Tuned, as Cohort's ranks (worker/trainer/cpu_threads.h):
+    the threads go to one pool, since both busy-wait and fight for the cores: OpenBLAS's
+    (bench/run sets OPENBLAS_NUM_THREADS) for the Dense models, the intra-op pool for the
+    cnn; and denormals are flushed to zero (torch.set_flush_denormal, before the pools
+    start)."""
+    if not args.tuned:
+        return args.threads
+    torch.set_flush_denormal(True)
+    return args.threads if args.model == "cnn" else 1
 
 
 def main(argv):
@@ -143,7 +158,7 @@ def main(argv):
                         help="intra-op threads (default: every core)")
     args = parser.parse_args(argv)
 
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(IntraOpThreads(args))
     torch.manual_seed(args.seed)
     model = BuildModel(args.model)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)

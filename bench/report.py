@@ -262,7 +262,10 @@ def Report(args, machine, training, all_reduce, notes):
         "- PyTorch eager / DDP (Gloo, loopback, 1 thread per rank) under each allocator of "
         f"{', '.join(args.allocators) or '(none)'} (glibc: as installed; glibc-tuned: "
         "MALLOC_MMAP_THRESHOLD_=32 MiB, MALLOC_TRIM_THRESHOLD_=1 GiB; jemalloc: "
-        "LD_PRELOAD). Keras 3 model.fit on the same .keras file, torch and JAX backends.",
+        "LD_PRELOAD). The runs with a tuned allocator are tuned as Cohort's ranks are, too "
+        "(`--tuned`): denormals flushed to zero, and the threads in one pool (OpenBLAS's "
+        "for the Dense models, LibTorch's intra-op pool for the cnn). Keras 3 model.fit on "
+        "the same .keras file, torch and JAX backends.",
         "- Cohort: `cohort-worker train` on a job with as many epochs as the time needs; "
         "the first is warm-up; samples/s is what the trainer reports for the others; CPU "
         "time is the ranks' from the end of the first epoch to their exit (it includes "

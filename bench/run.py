@@ -117,12 +117,22 @@ def IsEpochLine(event):
             and event.get("event", "epoch_end") == "epoch_end")
 
 
-def PeerEnvironment(allocator, threads):
+def Tuned(allocator):
+    """Whether a PyTorch peer runs tuned as Cohort does (peer_torch_eager.py --tuned):
+    the runs with a tuned allocator are."""
+    return allocator != "glibc"
+
+
+def PeerEnvironment(allocator, threads, model=None):
     env = {k: v for k, v in os.environ.items() if k not in ALLOCATOR_VARIABLES}
     env.update(ALLOCATORS[allocator])
     # torch.set_num_threads does not reach an OpenBLAS behind libblas.so.3, which would
-    # otherwise start a thread per core in every process
-    env.update(OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    # otherwise start a thread per core in every process. Tuned, the threads go to one
+    # pool: OpenBLAS's for the Dense models, LibTorch's for the cnn.
+    intra = blas = threads
+    if Tuned(allocator) and model is not None:
+        intra, blas = (threads, 1) if model == "cnn" else (1, threads)
+    env.update(OMP_NUM_THREADS=str(intra), OPENBLAS_NUM_THREADS=str(blas))
     return env
 
 
@@ -331,12 +341,14 @@ def RunOne(args, system, allocator, model, batch, ranks, threads, group):
     timeout_s = 10 * args.seconds + 180
     if system == "floor":
         return RunFloor(args, model, batch, ranks, threads)
+    tuned = ["--tuned"] if Tuned(allocator) else []
     if system == "eager":
-        return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_eager.py")] + common,
-                       PeerEnvironment(allocator, threads), timeout_s)
+        return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_eager.py")] + common +
+                       tuned, PeerEnvironment(allocator, threads, model), timeout_s)
     if system == "ddp":
         return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_ddp.py")] + common +
-                       ["--ranks", str(ranks)], PeerEnvironment(allocator, threads), timeout_s)
+                       ["--ranks", str(ranks)] + tuned, PeerEnvironment(allocator, threads, model),
+                       timeout_s)
     if system.startswith("keras_"):
         return RunPeer([args.keras_python, os.path.join(BENCH_DIR, "peer_keras.py"),
                         "--backend", system[len("keras_"):]] + common,

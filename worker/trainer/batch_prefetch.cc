@@ -3,7 +3,12 @@
 namespace cohort::trainer {
 
 BatchPrefetcher::~BatchPrefetcher() {
-  if (next_.valid()) next_.wait();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
 }
 
 BatchPrefetcher::Batch BatchPrefetcher::Gather(int64_t step) const {
@@ -18,21 +23,50 @@ BatchPrefetcher::Batch BatchPrefetcher::Gather(int64_t step) const {
   return b;
 }
 
+void BatchPrefetcher::GatherLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || asked_ >= 0; });
+    if (stop_) return;  // an outstanding step is dropped: nobody will take it
+    const int64_t step = asked_;
+    asked_ = -1;
+    gathering_ = true;
+    lock.unlock();
+    Batch b = Gather(step);
+    lock.lock();
+    gathering_ = false;
+    done_ = std::move(b);
+    done_step_ = step;
+    cv_.notify_all();
+  }
+}
+
+std::optional<BatchPrefetcher::Batch> BatchPrefetcher::TakeGathered(int64_t step) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return asked_ < 0 && !gathering_; });
+  std::optional<Batch> b;
+  if (done_ && done_step_ == step) b = std::move(done_);
+  done_.reset();
+  return b;
+}
+
 absl::Status BatchPrefetcher::Take(int64_t step, torch::Tensor* x, torch::Tensor* y) {
-  Batch b;
-  if (next_.valid() && next_step_ == step) {
-    b = next_.get();
-  } else {
-    if (next_.valid()) next_.wait();
-    b = Gather(step);
-  }
+  std::optional<Batch> b = TakeGathered(step);
+  if (!b) b = Gather(step);
   if (step + 1 < plan_.steps()) {
-    next_step_ = step + 1;
-    next_ = std::async(std::launch::async, [this, next = step + 1] { return Gather(next); });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      asked_ = step + 1;
+    }
+    if (!thread_.joinable()) {
+      thread_ = std::thread([this] { GatherLoop(); });
+    } else {
+      cv_.notify_all();
+    }
   }
-  if (!b.status.ok()) return b.status;
-  *x = std::move(b.x);
-  *y = std::move(b.y);
+  if (!b->status.ok()) return b->status;
+  *x = std::move(b->x);
+  *y = std::move(b->y);
   return absl::OkStatus();
 }
 

@@ -10,11 +10,17 @@
 // its own step, so errors surface at the same step as without prefetching. The rows are
 // those of the BatchPlan; nothing here depends on random state.
 //
-// Threads: one training thread calls Take; the destructor waits for an outstanding
-// gather. `data` and `plan` must outlive the prefetcher and `plan` must not change.
+// Threads: one training thread calls Take; one gathering thread, started by the first
+// Take and kept for the prefetcher's life (a thread per step cost a clone, a stack
+// mapping and its release, every step). The destructor waits for an outstanding gather
+// and ends the thread. `data` and `plan` must outlive the prefetcher and `plan` must
+// not change.
 
+#include <condition_variable>
 #include <cstdint>
-#include <future>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include <torch/torch.h>
 
@@ -38,13 +44,23 @@ class BatchPrefetcher {
     torch::Tensor x, y;
   };
   Batch Gather(int64_t step) const;
+  void GatherLoop();
+  // The batch of `step` from the gathering thread, if it was asked for that step; waits
+  // for it. Any other outstanding gather is waited for and dropped.
+  std::optional<Batch> TakeGathered(int64_t step);
 
   const Dataset& data_;
   const BatchPlan& plan_;
   const torch::Device device_;
   const bool check_;
-  std::future<Batch> next_;
-  int64_t next_step_ = -1;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t asked_ = -1;        // guarded by mu_: the step asked for, until gathered
+  bool gathering_ = false;    // guarded by mu_: the thread has a step in hand
+  std::optional<Batch> done_;  // guarded by mu_: the gathered batch of done_step_
+  int64_t done_step_ = -1;
+  bool stop_ = false;  // guarded by mu_
 };
 
 }  // namespace cohort::trainer

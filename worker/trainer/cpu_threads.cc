@@ -14,12 +14,14 @@ int DefaultCpuThreads(int local_ranks) {
   return std::max(1, cores / std::max(1, local_ranks));
 }
 
-void SetCpuThreads(int threads) {
-  torch::set_num_threads(threads);
+void FlushDenormalsToZero() { at::globalContext().setFlushDenormal(true); }
+
+void SetCpuThreads(int threads, bool convolutions) {
+  torch::set_num_threads(convolutions ? threads : 1);
   // Looked up, not linked: the BLAS is whichever library libblas.so.3 is at run time.
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(threads);
+    set(convolutions ? 1 : threads);
   }
 }
 

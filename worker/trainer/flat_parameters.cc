@@ -1,5 +1,7 @@
 #include "worker/trainer/flat_parameters.h"
 
+#include "worker/trainer/cpu_kernels.h"
+
 namespace cohort::trainer {
 
 FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables) {
@@ -21,6 +23,23 @@ FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables) {
     v.set_data(view.view(v.sizes()));
     v.mutable_grad() = grad_.narrow(0, s.offset, s.numel).view(v.sizes());
   }
+}
+
+bool FlatParameters::GradFinite() const {
+  if (IsCpuFloat(grad_)) return AllFinite(FloatSpan(grad_));
+  return torch::isfinite(grad_).all().item<bool>();
+}
+
+bool IsCpuFloat(const torch::Tensor& t) {
+  return t.device().is_cpu() && t.scalar_type() == torch::kFloat32 && t.is_contiguous();
+}
+
+std::span<float> FloatSpan(torch::Tensor& t) {
+  return {t.data_ptr<float>(), static_cast<size_t>(t.numel())};
+}
+
+std::span<const float> FloatSpan(const torch::Tensor& t) {
+  return {t.data_ptr<float>(), static_cast<size_t>(t.numel())};
 }
 
 }  // namespace cohort::trainer

@@ -10,6 +10,7 @@
 // order their gradients arrive in (the reverse of the forward order).
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <torch/torch.h>
@@ -33,11 +34,19 @@ class FlatParameters {
   int64_t numel() const { return data_.numel(); }
 
   void ZeroGrad() { grad_.zero_(); }
+  // True when no gradient is NaN or infinite.
+  bool GradFinite() const;
 
  private:
   torch::Tensor data_;
   torch::Tensor grad_;
   std::vector<Slot> slots_;
 };
+
+// Whether `t` is a contiguous float32 tensor on the CPU, and its elements as a span: what
+// the loops of cpu_kernels.h take.
+bool IsCpuFloat(const torch::Tensor& t);
+std::span<float> FloatSpan(torch::Tensor& t);
+std::span<const float> FloatSpan(const torch::Tensor& t);
 
 }  // namespace cohort::trainer

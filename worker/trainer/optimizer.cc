@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "worker/trainer/cpu_kernels.h"
 
 namespace cohort::trainer {
 namespace {
@@ -74,6 +75,14 @@ void Optimizer::Step(FlatParameters& params) {
       const float b2_power = std::pow(static_cast<float>(config_.beta_2), tf);
       const double alpha =
           static_cast<float>(lr) * std::sqrt(1.0f - b2_power) / (1.0f - b1_power);
+      if (!config_.amsgrad && IsCpuFloat(var) && IsCpuFloat(g)) {  // one pass, no temporaries
+        AdamUpdate(FloatSpan(var), FloatSpan(g), FloatSpan(m), FloatSpan(v),
+                   {.one_minus_beta_1 = 1.0f - static_cast<float>(config_.beta_1),
+                    .one_minus_beta_2 = 1.0f - static_cast<float>(config_.beta_2),
+                    .alpha = static_cast<float>(alpha),
+                    .epsilon = static_cast<float>(config_.epsilon)});
+        break;
+      }
       m.lerp_(g, 1 - config_.beta_1);
       v.mul_(config_.beta_2).addcmul_(g, g, 1 - config_.beta_2);
       const torch::Tensor* denom_src = &v;

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/fault_point.h"
@@ -142,11 +143,14 @@ absl::Status Run::Setup() {
     device_ = torch::Device(torch::kCUDA,
                             static_cast<int8_t>(o_.rank % torch::cuda::device_count()));
   }
-  SetCpuThreads(o_.threads > 0 ? o_.threads : DefaultCpuThreads(o_.world));
-
   absl::StatusOr<KerasModelFile> file = LoadKerasModel(spec.model.path);
   if (!file.ok()) return file.status();
   file_ = std::move(*file);
+  const bool convolutions = absl::c_any_of(file_.ir.nodes, [](const keras::Node& n) {
+    return n.layer_class() == keras::LayerClass::kConv1D ||
+           n.layer_class() == keras::LayerClass::kConv2D;
+  });
+  SetCpuThreads(o_.threads > 0 ? o_.threads : DefaultCpuThreads(o_.world), convolutions);
   absl::StatusOr<keras::CompileConfig> compile = job::ResolveCompile(file_.ir.compile, spec.compile);
   if (!compile.ok()) return compile.status();
   compile_ = std::move(*compile);
@@ -328,7 +332,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     phases.reduce_end = absl::Now();
     // Gradients are the same on every rank after the all-reduce, so every rank stops
     // at the same step.
-    if (!torch::isfinite(flat_->grad()).all().item<bool>() || !std::isfinite(step_loss)) {
+    if (!flat_->GradFinite() || !std::isfinite(step_loss)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
           " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
@@ -529,6 +533,7 @@ absl::Status Run::Execute() {
 
 absl::Status Train(const TrainOptions& options) {
   TuneAllocator();
+  FlushDenormalsToZero();
   Run run(options);
   absl::Status status;
   try {
