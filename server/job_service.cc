@@ -30,15 +30,29 @@ absl::StatusOr<v1::Job> JobServiceImpl::VisibleJob(const Caller& caller, const s
   return job;
 }
 
+absl::Status JobServiceImpl::QuotaError(const std::string& owner, int64_t bytes) {
+  absl::StatusOr<int64_t> used = uploads_->BytesOf(owner);
+  if (!used.ok()) return used.status();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "upload refused: '", owner, "' has uploaded ", Mib(*used), " and this upload is ",
+      Mib(bytes), ", over the limit of ", Mib(options_.max_upload_bytes_per_user),
+      " per user (--max-upload-bytes-per-user)"));
+}
+
 absl::Status JobServiceImpl::CheckUploadQuota(const std::string& owner, int64_t bytes) {
   if (options_.max_upload_bytes_per_user <= 0) return absl::OkStatus();
   absl::StatusOr<int64_t> used = uploads_->BytesOf(owner);
   if (!used.ok()) return used.status();
   if (*used + bytes <= options_.max_upload_bytes_per_user) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "upload refused: '", owner, "' has uploaded ", Mib(*used), " and this upload is ",
-      Mib(bytes), ", over the limit of ", Mib(options_.max_upload_bytes_per_user),
-      " per user (--max-upload-bytes-per-user)"));
+  return QuotaError(owner, bytes);
+}
+
+absl::Status JobServiceImpl::RecordUpload(const std::string& owner, const std::string& id,
+                                          int64_t bytes) {
+  absl::StatusOr<bool> recorded =
+      uploads_->RecordWithin(id, owner, bytes, options_.max_upload_bytes_per_user);
+  if (!recorded.ok()) return recorded.status();
+  return *recorded ? absl::OkStatus() : QuotaError(owner, bytes);
 }
 
 absl::Status JobServiceImpl::CheckArtifactsOwned(const Caller& caller, const v1::JobSpec& spec) {
@@ -98,7 +112,7 @@ absl::StatusOr<v1::Job> JobServiceImpl::Submit(const v1::SubmitJobRequest& reque
     if (absl::Status s = CheckUploadQuota(owner, size); !s.ok()) return s;
     absl::StatusOr<std::string> id = artifacts_->PutUpload(valid->inline_extension, valid->inline_model);
     if (!id.ok()) return id.status();
-    if (absl::Status s = uploads_->Record(*id, owner, size); !s.ok()) return s;
+    if (absl::Status s = RecordUpload(owner, *id, size); !s.ok()) return s;
     valid->stored.set_model_artifact_id(*id);
   }
   absl::StatusOr<v1::Job> job = store_->Insert(valid->stored, request.idempotency_key(), owner);
@@ -239,14 +253,10 @@ grpc::Status JobServiceImpl::UploadData(grpc::ServerContext* context,
       chunk, reader);
   if (!info.ok()) return ToGrpcStatus(info.status());
   // The same bytes uploaded again by their owner add nothing; new ones are checked
-  // against the quota with their real size (the declared one may have been missing).
-  absl::StatusOr<bool> had = uploads_->Owns(info->name(), owner);
-  if (!had.ok()) return ToGrpcStatus(had.status());
-  if (!*had) {
-    if (absl::Status s = CheckUploadQuota(owner, info->size_bytes()); !s.ok()) return ToGrpcStatus(s);
-    if (absl::Status s = uploads_->Record(info->name(), owner, info->size_bytes()); !s.ok()) {
-      return ToGrpcStatus(s);
-    }
+  // against the quota with their real size (the declared one may have been missing),
+  // and recorded in the same statement (two uploads ending together cannot both pass).
+  if (absl::Status s = RecordUpload(owner, info->name(), info->size_bytes()); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   response->set_artifact_id(info->name());
   response->set_size_bytes(info->size_bytes());

@@ -74,8 +74,12 @@ class JobServiceImpl final : public v1::JobService::Service {
   absl::StatusOr<v1::Job> Submit(const v1::SubmitJobRequest& request, const Caller& caller);
   // The job `id` when `caller` may see it.
   absl::StatusOr<v1::Job> VisibleJob(const Caller& caller, const std::string& id);
-  // OK unless storing `bytes` more would take `owner` past --max-upload-bytes-per-user.
+  // --max-upload-bytes-per-user: whether `bytes` more fit (an early check, before an
+  // upload's bytes are stored), and the record of an upload that fits (the check that
+  // counts, atomic with the record).
   absl::Status CheckUploadQuota(const std::string& owner, int64_t bytes);
+  absl::Status RecordUpload(const std::string& owner, const std::string& id, int64_t bytes);
+  absl::Status QuotaError(const std::string& owner, int64_t bytes);
   // PERMISSION_DENIED for an artifact the spec names that `caller` did not upload.
   absl::Status CheckArtifactsOwned(const Caller& caller, const v1::JobSpec& spec);
 

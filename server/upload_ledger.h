@@ -7,7 +7,7 @@
 // sum of the sizes of its rows: the same file uploaded twice by one user counts once.
 //
 // Thread safety: any thread (the Database serializes statements; each method is one
-// statement).
+// statement, but for RecordWithin's closing read).
 
 #include <cstdint>
 #include <string>
@@ -24,6 +24,12 @@ class UploadLedger {
 
   // Records that `owner` uploaded `artifact_id` of `size_bytes` (again: no change).
   absl::Status Record(const std::string& artifact_id, const std::string& owner, int64_t size_bytes);
+  // Records it as Record does unless that would take `owner`'s bytes past `limit`
+  // (<= 0: no limit), checking and inserting in one statement, so that uploads ending
+  // at the same time cannot together pass a limit that each alone is within. Returns
+  // whether `owner` has the upload now (false: refused).
+  absl::StatusOr<bool> RecordWithin(const std::string& artifact_id, const std::string& owner,
+                                    int64_t size_bytes, int64_t limit);
   absl::StatusOr<bool> Owns(const std::string& artifact_id, const std::string& owner);
   // Bytes of every upload `owner` has.
   absl::StatusOr<int64_t> BytesOf(const std::string& owner);
