@@ -181,15 +181,8 @@ absl::Status RankRunner::Prepare(const RankPaths& paths) {
         if (canceller_.cancelled()) return absl::CancelledError("stopped");
         // The trainer then resumes from what this host kept, or starts afresh: slower,
         // but the job goes on.
-        std::string text = absl::StrCat("cannot fetch checkpoint '", checkpoint,
-                                        "' to resume from: ", got.message());
-        spdlog::warn("{}: {}", Describe(rank()), text);
-        v1::RankEvent event;
-        *event.mutable_rank() = rank();
-        event.mutable_log()->set_rank(rank().rank());
-        event.mutable_log()->set_level(v1::LOG_LEVEL_WARNING);
-        event.mutable_log()->set_text(text);
-        context_.events->Push(std::move(event));
+        Warn(absl::StrCat("cannot fetch checkpoint '", checkpoint, "' to resume from: ",
+                          got.message()));
       }
     }
   }
@@ -261,7 +254,7 @@ void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
     std::string name = absl::StrCat("checkpoints/", std::filesystem::path(file).filename().string());
     absl::StatusOr<PathRoots> dir = PathRoots::Create({paths.out_dir + "/checkpoints"}, "checkpoints");
     if (absl::Status s = dir.ok() ? dir->Check(file, "checkpoint") : dir.status(); !s.ok()) {
-      spdlog::warn("{}: not uploading {}: {}", Describe(rank()), name, s.message());
+      Warn(absl::StrCat("not uploading ", name, ": ", s.message()));
       continue;
     }
     absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
@@ -269,8 +262,9 @@ void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
       spdlog::info("{}: uploaded {}", Describe(rank()), name);
     } else {
       // A checkpoint rotated away before its upload, or a coordinator away: the next
-      // checkpoint (or this host's copy) serves a resume instead.
-      spdlog::warn("{}: {}", Describe(rank()), uploaded.message());
+      // checkpoint (or this host's copy) serves a resume instead. The job's owner sees
+      // it among the job's events: a resume may then go back further than expected.
+      Warn(std::string(uploaded.message()));
     }
   }
 }
@@ -286,15 +280,25 @@ void RankRunner::UploadTrace(const RankPaths& paths) {
   const std::string file = paths.out_dir + "/" + name;
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) {
-    spdlog::warn("{}: no trace to upload (the trainer wrote none to {})", Describe(rank()), file);
+    Warn(absl::StrCat("no trace to upload (the trainer wrote none to ", file, ")"));
     return;
   }
   absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
   if (uploaded.ok()) {
     spdlog::info("{}: uploaded {}", Describe(rank()), name);
   } else {
-    spdlog::warn("{}: {}", Describe(rank()), uploaded.message());
+    Warn(std::string(uploaded.message()));
   }
+}
+
+void RankRunner::Warn(const std::string& text) {
+  spdlog::warn("{}: {}", Describe(rank()), text);
+  v1::RankEvent event;
+  *event.mutable_rank() = rank();
+  event.mutable_log()->set_rank(rank().rank());
+  event.mutable_log()->set_level(v1::LOG_LEVEL_WARNING);
+  event.mutable_log()->set_text(text);
+  context_.events->Push(std::move(event));
 }
 
 void RankRunner::OnStdout(absl::string_view line) {

@@ -101,6 +101,9 @@ class RankRunner {
   // Rank 0's TensorBoard files that changed since they were last sent.
   void UploadTensorBoardFiles(const RankPaths& paths);
   void UploadTrace(const RankPaths& paths);
+  // A warning for the job's owner: the agent's log and a WARNING log event of the job
+  // (what `cohort status` and WatchJob show).
+  void Warn(const std::string& text);
   void ReportExit(int code, int signal, const std::string& message);
   void OnStdout(absl::string_view line);
   void OnStderr(absl::string_view line);

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/transfer/sha256.h"
 #include "tests/support/process.h"
@@ -288,6 +289,16 @@ exit 0)");
   CHECK(uploads.count("checkpoints/secret.zip") == 0);
   CHECK(uploads.count("checkpoints/link.zip") == 0);
   CHECK(uploads.count("tensorboard/events.out.tfevents.1") == 0);
+  // Each refused checkpoint is a warning among the job's events, for its owner to see.
+  auto refused = [](const std::vector<v1::RankEvent>& events) {
+    int n = 0;
+    for (const v1::RankEvent& e : events) {
+      n += e.has_log() && e.log().level() == v1::LOG_LEVEL_WARNING &&
+           absl::StartsWith(e.log().text(), "not uploading checkpoints/");
+    }
+    return n;
+  };
+  CHECK(f.coordinator.WaitFor([&](const auto& s) { return refused(s.events) == 3; }));
 }
 
 TEST_CASE("rank 0 of a resumed attempt downloads the checkpoint and passes --resume",
