@@ -13,6 +13,8 @@
 // one thread. So one pool gets the rank's threads and the other one thread: OpenBLAS
 // for models of matrix products (Dense), the intra-op pool for models with convolutions
 // (the cnn: 8.9k samples/s against 7.0k with both, 4.8k with OpenBLAS alone).
+// Measured on 2 cores only: on many cores, a large batch's elementwise ops on one
+// intra-op thread may come to bound a Dense model's step (not measured).
 //
 // Denormal floats (magnitudes below ~1.2e-38) take the x86 FPU's slow path. A model
 // that fits its data well drives gradients and Adam's moments there: the mlp's step ran
