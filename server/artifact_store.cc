@@ -56,7 +56,7 @@ absl::Status RenameInto(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-absl::StatusOr<v1::ArtifactInfo> ArtifactStore::Receiver::Commit() {
+absl::StatusOr<v1::ArtifactInfo> ArtifactStore::Receiver::Commit(const Accept& accept) {
   if (!file_) return absl::FailedPreconditionError("the transfer has ended");
   int64_t size = file_->size();
   absl::StatusOr<std::string> digest = file_->Commit();
@@ -73,8 +73,17 @@ absl::StatusOr<v1::ArtifactInfo> ArtifactStore::Receiver::Commit() {
     return info;
   }
   info.set_name(name_);
-  if (absl::Status s = MakeDirs(fs::path(final_path_).parent_path().string()); !s.ok()) return s;
-  if (absl::Status s = RenameInto(temp_path_, final_path_); !s.ok()) return s;
+  bool published = false;
+  const Publish publish = [&]() -> absl::Status {
+    if (absl::Status s = MakeDirs(fs::path(final_path_).parent_path().string()); !s.ok()) {
+      return s;
+    }
+    published = true;  // RenameInto deletes the received file when it fails
+    return RenameInto(temp_path_, final_path_);
+  };
+  absl::Status status = accept ? accept(info, publish) : publish();
+  if (!published) std::remove(temp_path_.c_str());  // refused: nothing stays behind
+  if (!status.ok()) return status;
   return info;
 }
 

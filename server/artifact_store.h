@@ -25,6 +25,7 @@
 // thread at a time.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,8 +50,15 @@ class ArtifactStore {
       if (!file_) return absl::FailedPreconditionError("the transfer has ended");
       return file_->Append(bytes);
     }
-    // Returns what was stored: for an upload, name = the artifact id. Call once.
-    absl::StatusOr<v1::ArtifactInfo> Commit();
+    // Moves a job artifact into place (replacing one of its name).
+    using Publish = std::function<absl::Status()>;
+    // Decides whether a checked job artifact is kept: calls `publish` (or refuses, and
+    // the received bytes are deleted) and records it, as one step, so that the file in
+    // place and the record of it cannot disagree (JobManager::AddArtifact).
+    using Accept = std::function<absl::Status(const v1::ArtifactInfo&, const Publish&)>;
+    // Returns what was stored: for an upload, name = the artifact id. Call once. A job
+    // artifact is moved into place only through `accept` when one is given.
+    absl::StatusOr<v1::ArtifactInfo> Commit(const Accept& accept = nullptr);
 
    private:
     friend class ArtifactStore;

@@ -123,8 +123,10 @@ class JobManager {
   // for an attempt that is neither live nor the latest.
   absl::Status CheckUploader(const v1::RankRef& rank, const std::string& name);
   // Records an uploaded job artifact (replacing one of the same name), after the same
-  // check.
-  absl::Status AddArtifact(const v1::RankRef& rank, const v1::ArtifactInfo& info);
+  // check and after `publish` (moving the received file into place) succeeds, all
+  // under one lock: a refused upload replaces no file.
+  absl::Status AddArtifact(const v1::RankRef& rank, const v1::ArtifactInfo& info,
+                           const std::function<absl::Status()>& publish);
 
  private:
   struct Rank {

@@ -254,9 +254,11 @@ absl::Status JobManager::CheckUploaderLocked(const v1::RankRef& rank, const std:
   return absl::OkStatus();
 }
 
-absl::Status JobManager::AddArtifact(const v1::RankRef& rank, const v1::ArtifactInfo& info) {
+absl::Status JobManager::AddArtifact(const v1::RankRef& rank, const v1::ArtifactInfo& info,
+                                     const std::function<absl::Status()>& publish) {
   absl::MutexLock lock(&mu_);
   if (absl::Status s = CheckUploaderLocked(rank, info.name()); !s.ok()) return s;
+  if (absl::Status s = publish(); !s.ok()) return s;
   std::vector<std::string> pruned;
   // What CheckUploaderLocked let through for an ended job is its ranks' last word.
   const JobStore::IfFinal if_final = IsCurrent(rank.job_id(), rank.attempt())

@@ -124,9 +124,14 @@ grpc::Status WorkerServiceImpl::UploadArtifact(grpc::ServerContext* context,
   absl::StatusOr<v1::ArtifactInfo> info = ReceiveChunks(
       artifacts_->StartJobArtifact(h.rank().job_id(), h.name(),
                                    h.size_bytes() > 0 ? h.size_bytes() : -1, h.sha256()),
-      chunk, reader);
+      chunk, reader,
+      // Checked again, moved into place and recorded under the manager's lock: a rank
+      // that lost its right to upload meanwhile (its attempt ended and another began)
+      // replaces no file.
+      [&](const v1::ArtifactInfo& received, const ArtifactStore::Receiver::Publish& publish) {
+        return manager_->AddArtifact(h.rank(), received, publish);
+      });
   if (!info.ok()) return ToGrpcStatus(info.status());
-  if (absl::Status s = manager_->AddArtifact(h.rank(), *info); !s.ok()) return ToGrpcStatus(s);
   *response = *std::move(info);
   return grpc::Status::OK;
 }

@@ -97,5 +97,31 @@ TEST_CASE("Job artifacts live under jobs/<id>/<name> and names cannot escape", "
         "artifact name '../x' must not contain '', '.' or '..' parts");
 }
 
+TEST_CASE("A job artifact that its accept refuses replaces nothing and leaves nothing",
+          "[server][artifacts]") {
+  TempDir dir;
+  auto store = Store(dir);
+  const std::string path = dir.path() + "/jobs/job-1/tensorboard/events.out.tfevents.1";
+  auto upload = [&](const std::string& bytes, bool accepted) {
+    auto r = store->StartJobArtifact("job-1", "tensorboard/events.out.tfevents.1", -1, "");
+    REQUIRE(r.ok());
+    REQUIRE((*r)->Append(bytes).ok());
+    return (*r)->Commit([&](const v1::ArtifactInfo& info,
+                            const ArtifactStore::Receiver::Publish& publish) -> absl::Status {
+      CHECK(info.size_bytes() == static_cast<int64_t>(bytes.size()));
+      if (!accepted) return absl::FailedPreconditionError("attempt 1 is no longer the job's");
+      return publish();
+    });
+  };
+  REQUIRE(upload("first", true).ok());
+  CHECK(ReadFile(path) == "first");
+  absl::StatusOr<v1::ArtifactInfo> refused = upload("second, longer", false);
+  CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(ReadFile(path) == "first");  // the record of "first" still describes the file
+  CHECK(std::filesystem::is_empty(dir.path() + "/incoming"));
+  REQUIRE(upload("third", true).ok());
+  CHECK(ReadFile(path) == "third");
+}
+
 }  // namespace
 }  // namespace cohort::server
