@@ -46,15 +46,7 @@ TEST_CASE("A damaged latest checkpoint: the job resumes from the previous one", 
   FaultPoints points(absl::StrCat("rank0-step@", (kFaultEpochs - 1) * kStepsPerEpoch + step));
   Cluster cluster(kFaultLeaseTtl);
   const std::vector<std::string> workers{"w1", "w2", "w3"};
-  REQUIRE(cluster.StartServer());
-  for (const std::string& name : workers) {
-    WorkerOptions options;
-    options.env = points.env();
-    cluster.StartWorker(name, options);
-  }
-  for (const std::string& name : workers) {
-    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
-  }
+  StartFaultCluster(cluster, points, workers);
 
   JobClient jobs(cluster.address());
   const std::string id = jobs.Submit(digits.Write(FaultJob("damaged")));

@@ -80,15 +80,7 @@ TEST_CASE("The coordinator's artifact disk full: uploads fail naming it, then th
   const int step = std::uniform_int_distribution<int>(2, kStepsPerEpoch - 2)(rng);
   FaultPoints points(absl::StrCat("rank0-step@", kStepsPerEpoch + step));
   const std::vector<std::string> workers{"w1", "w2"};
-  REQUIRE(cluster.StartServer());
-  for (const std::string& name : workers) {
-    WorkerOptions options;
-    options.env = points.env();
-    cluster.StartWorker(name, options);
-  }
-  for (const std::string& name : workers) {
-    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
-  }
+  StartFaultCluster(cluster, points, workers);
   REQUIRE(fs::exists(cluster.dir().File("db/cohort.db")));
 
   JobClient jobs(cluster.address());

@@ -163,6 +163,19 @@ std::string ProcessesMatching(const std::string& text) {
   return r.status.code == 0 ? r.out : "";
 }
 
+void StartFaultCluster(Cluster& cluster, const FaultPoints& points,
+                       const std::vector<std::string>& workers) {
+  REQUIRE(cluster.StartServer());
+  for (const std::string& name : workers) {
+    WorkerOptions options;
+    options.env = points.env();
+    cluster.StartWorker(name, options);
+  }
+  for (const std::string& name : workers) {
+    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
+  }
+}
+
 void StopAndCheckNothingLeft(Cluster& cluster, const std::vector<std::string>& workers) {
   for (const std::string& name : workers) {
     Process& w = cluster.worker(name);

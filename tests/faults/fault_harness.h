@@ -79,6 +79,11 @@ std::string AttemptFailure(const std::vector<v1::JobEvent>& events, int attempt)
 // The pids of every process whose command line contains `text` (pgrep -f).
 std::string ProcessesMatching(const std::string& text);
 
+// Starts the coordinator and an agent per name in `workers`, each with `points` armed,
+// and REQUIREs that all of them register.
+void StartFaultCluster(Cluster& cluster, const FaultPoints& points,
+                       const std::vector<std::string>& workers);
+
 // Stops the agents and the coordinator (SIGTERM; they must exit) and REQUIREs that no
 // process started for `cluster` (its directory in the command line) is left.
 void StopAndCheckNothingLeft(Cluster& cluster, const std::vector<std::string>& workers);

@@ -88,15 +88,7 @@ void RunFault(const Fault& fault) {
   FaultPoints points(fault.point);
   Cluster cluster(kFaultLeaseTtl);
   const std::vector<std::string> workers{"w1", "w2", "w3"};  // one spare for a lost agent
-  REQUIRE(cluster.StartServer());
-  for (const std::string& name : workers) {
-    WorkerOptions options;
-    options.env = points.env();
-    cluster.StartWorker(name, options);
-  }
-  for (const std::string& name : workers) {
-    REQUIRE(cluster.WaitForWorkerState(name, "alive", kAgentStartTimeout));
-  }
+  StartFaultCluster(cluster, points, workers);
 
   std::string id;
   int attempt_at_fault = 0, restarts_at_fault = 0;

@@ -19,6 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/common/metrics/promtool.h"
+#include "tests/common/zip/python.h"
 #include "tests/integration/job_client.h"
 #include "tests/support/http_get.h"
 #include "tests/support/ports.h"
@@ -147,12 +148,8 @@ TEST_CASE("Metrics endpoints pass promtool, logs are JSON, TensorBoard files dow
                                         absl::Seconds(60));
   INFO(downloaded.output);
   REQUIRE(downloaded.status.code == 0);
-  CommandResult read = RunCommand(
-      {kPython, kSource + "/tests/common/tensorboard/read_events.py", out.File("tensorboard")},
-      absl::Seconds(120));
-  INFO(read.output);
-  REQUIRE(read.status.code == 0);
-  nlohmann::json runs = nlohmann::json::parse(read.out)["runs"];
+  nlohmann::json runs = nlohmann::json::parse(
+      RunPython("tests/common/tensorboard/read_events.py", {out.File("tensorboard")}))["runs"];
   REQUIRE(runs.contains("train"));
   REQUIRE(runs.contains("validation"));
   CHECK(runs["train"]["scalars"]["epoch_loss"].size() == 3);

@@ -22,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "tests/common/zip/python.h"
 #include "tests/integration/cluster.h"
 #include "tests/integration/job_client.h"
 #include "tests/support/process.h"
@@ -32,7 +33,6 @@ namespace {
 
 const std::string kSource = COHORT_SOURCE_DIR;
 const std::string kModel = kSource + "/examples/digits_cnn.keras";
-constexpr char kPython[] = COHORT_VENV_PYTHON;
 
 std::vector<std::string> SubmitDigits(const DigitsData& data, std::vector<std::string> extra) {
   std::vector<std::string> args{"submit",         kModel,
@@ -238,12 +238,8 @@ TEST_CASE("A running job's curves download after each epoch and a cancelled job'
   INFO(downloaded.output);
   REQUIRE(downloaded.status.code == 0);
   CHECK(jobs.Get(id).state() == v1::JOB_STATE_RUNNING);
-  CommandResult read = RunCommand(
-      {kPython, kSource + "/tests/common/tensorboard/read_events.py", curves.File("tensorboard")},
-      absl::Seconds(120));
-  INFO(read.output);
-  REQUIRE(read.status.code == 0);
-  nlohmann::json runs = nlohmann::json::parse(read.out)["runs"];
+  nlohmann::json runs = nlohmann::json::parse(
+      RunPython("tests/common/tensorboard/read_events.py", {curves.File("tensorboard")}))["runs"];
   REQUIRE(runs.contains("train"));
   const size_t epochs_so_far = runs["train"]["scalars"]["epoch_loss"].size();
   CHECK(epochs_so_far >= 1);
