@@ -30,11 +30,9 @@ absl::StatusOr<v1::Job> JobServiceImpl::VisibleJob(const Caller& caller, const s
   return job;
 }
 
-absl::Status JobServiceImpl::QuotaError(const std::string& owner, int64_t bytes) {
-  absl::StatusOr<int64_t> used = uploads_->BytesOf(owner);
-  if (!used.ok()) return used.status();
+absl::Status JobServiceImpl::QuotaError(const std::string& owner, int64_t used, int64_t bytes) {
   return absl::ResourceExhaustedError(absl::StrCat(
-      "upload refused: '", owner, "' has uploaded ", Mib(*used), " and this upload is ",
+      "upload refused: '", owner, "' has uploaded ", Mib(used), " and this upload is ",
       Mib(bytes), ", over the limit of ", Mib(options_.max_upload_bytes_per_user),
       " per user (--max-upload-bytes-per-user)"));
 }
@@ -44,7 +42,7 @@ absl::Status JobServiceImpl::CheckUploadQuota(const std::string& owner, int64_t 
   absl::StatusOr<int64_t> used = uploads_->BytesOf(owner);
   if (!used.ok()) return used.status();
   if (*used + bytes <= options_.max_upload_bytes_per_user) return absl::OkStatus();
-  return QuotaError(owner, bytes);
+  return QuotaError(owner, *used, bytes);
 }
 
 absl::Status JobServiceImpl::RecordUpload(const std::string& owner, const std::string& id,
@@ -52,7 +50,10 @@ absl::Status JobServiceImpl::RecordUpload(const std::string& owner, const std::s
   absl::StatusOr<bool> recorded =
       uploads_->RecordWithin(id, owner, bytes, options_.max_upload_bytes_per_user);
   if (!recorded.ok()) return recorded.status();
-  return *recorded ? absl::OkStatus() : QuotaError(owner, bytes);
+  if (*recorded) return absl::OkStatus();
+  absl::StatusOr<int64_t> used = uploads_->BytesOf(owner);
+  if (!used.ok()) return used.status();
+  return QuotaError(owner, *used, bytes);
 }
 
 absl::Status JobServiceImpl::CheckArtifactsOwned(const Caller& caller, const v1::JobSpec& spec) {

@@ -79,7 +79,7 @@ class JobServiceImpl final : public v1::JobService::Service {
   // counts, atomic with the record).
   absl::Status CheckUploadQuota(const std::string& owner, int64_t bytes);
   absl::Status RecordUpload(const std::string& owner, const std::string& id, int64_t bytes);
-  absl::Status QuotaError(const std::string& owner, int64_t bytes);
+  absl::Status QuotaError(const std::string& owner, int64_t used, int64_t bytes);
   // PERMISSION_DENIED for an artifact the spec names that `caller` did not upload.
   absl::Status CheckArtifactsOwned(const Caller& caller, const v1::JobSpec& spec);
 

@@ -2,14 +2,6 @@
 
 namespace cohort::server {
 
-absl::Status UploadLedger::Record(const std::string& artifact_id, const std::string& owner,
-                                  int64_t size_bytes) {
-  auto stmt = db_->Prepare(
-      "INSERT OR IGNORE INTO uploads (artifact_id, owner, size_bytes) VALUES (?1, ?2, ?3)");
-  if (!stmt.ok()) return stmt.status();
-  return (*stmt)->Bind(1, artifact_id).Bind(2, owner).Bind(3, size_bytes).Run();
-}
-
 absl::StatusOr<bool> UploadLedger::RecordWithin(const std::string& artifact_id,
                                                const std::string& owner, int64_t size_bytes,
                                                int64_t limit) {

@@ -22,12 +22,11 @@ class UploadLedger {
   // `db` (migrated) must outlive the ledger.
   explicit UploadLedger(Database* db) : db_(db) {}
 
-  // Records that `owner` uploaded `artifact_id` of `size_bytes` (again: no change).
-  absl::Status Record(const std::string& artifact_id, const std::string& owner, int64_t size_bytes);
-  // Records it as Record does unless that would take `owner`'s bytes past `limit`
-  // (<= 0: no limit), checking and inserting in one statement, so that uploads ending
-  // at the same time cannot together pass a limit that each alone is within. Returns
-  // whether `owner` has the upload now (false: refused).
+  // Records that `owner` uploaded `artifact_id` of `size_bytes` (again: no change)
+  // unless that would take `owner`'s bytes past `limit` (<= 0: no limit), checking and
+  // inserting in one statement, so that uploads ending at the same time cannot together
+  // pass a limit that each alone is within. Returns whether `owner` has the upload now
+  // (false: refused).
   absl::StatusOr<bool> RecordWithin(const std::string& artifact_id, const std::string& owner,
                                     int64_t size_bytes, int64_t limit);
   absl::StatusOr<bool> Owns(const std::string& artifact_id, const std::string& owner);

@@ -257,15 +257,10 @@ void RankRunner::UploadPendingCheckpoints(const RankPaths& paths) {
       Warn(absl::StrCat("not uploading ", name, ": ", s.message()));
       continue;
     }
-    absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
-    if (uploaded.ok()) {
-      spdlog::info("{}: uploaded {}", Describe(rank()), name);
-    } else {
-      // A checkpoint rotated away before its upload, or a coordinator away: the next
-      // checkpoint (or this host's copy) serves a resume instead. The job's owner sees
-      // it among the job's events: a resume may then go back further than expected.
-      Warn(std::string(uploaded.message()));
-    }
+    // A checkpoint rotated away before its upload, or a coordinator away: the next
+    // checkpoint (or this host's copy) serves a resume instead. The job's owner sees the
+    // warning among the job's events: a resume may then go back further than expected.
+    UploadOrWarn(name, file);
   }
 }
 
@@ -283,6 +278,10 @@ void RankRunner::UploadTrace(const RankPaths& paths) {
     Warn(absl::StrCat("no trace to upload (the trainer wrote none to ", file, ")"));
     return;
   }
+  UploadOrWarn(name, file);
+}
+
+void RankRunner::UploadOrWarn(const std::string& name, const std::string& file) {
   absl::Status uploaded = UploadArtifact(context_.worker, rank(), name, file, context_.transfer);
   if (uploaded.ok()) {
     spdlog::info("{}: uploaded {}", Describe(rank()), name);

@@ -104,6 +104,8 @@ class RankRunner {
   // A warning for the job's owner: the agent's log and a WARNING log event of the job
   // (what `cohort status` and WatchJob show).
   void Warn(const std::string& text);
+  // Uploads `file` as the job artifact `name`; a failure is a Warn.
+  void UploadOrWarn(const std::string& name, const std::string& file);
   void ReportExit(int code, int signal, const std::string& message);
   void OnStdout(absl::string_view line);
   void OnStderr(absl::string_view line);
