@@ -46,6 +46,9 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
   train->add_flag("--trace", c.trace,
                   "record every step's phases: --out/trace/rank-R.json, merged into "
                   "--out/trace.json by rank 0 (Chrome trace format)");
+  train->add_flag("--autograd", c.autograd,
+                  "train through LibTorch's autograd even a model of Dense layers, which "
+                  "otherwise trains through the hand-written step (DenseGraph)");
   return train;
 }
 
@@ -83,6 +86,7 @@ int RunTrainCommand(const TrainCommand& c, const StoreOpener& open_store) {
   options.collective_timeout = *timeout;
   options.hostname = c.hostname;
   options.trace = c.trace;
+  options.autograd = c.autograd;
   options.device = c.device.empty() ? options.spec.resources.device
                    : c.device == "cuda"  ? job::Device::kCuda
                                          : job::Device::kCpu;

@@ -36,6 +36,7 @@ struct TrainCommand {
   std::string collective_timeout = "60s";
   std::string hostname = "127.0.0.1";
   bool trace = false;
+  bool autograd = false;
 };
 
 // Adds the `train` subcommand to `app`, filling `command` when parsed.

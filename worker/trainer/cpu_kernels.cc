@@ -1,6 +1,7 @@
 #include "worker/trainer/cpu_kernels.h"
 
 #include <cmath>
+#include <algorithm>
 #include <cstddef>
 
 // Compiled with -O3 -fno-math-errno -ffp-contract=off (CMakeLists.txt): the loops
@@ -40,6 +41,68 @@ void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std:
     vp[i] = vi;
     var[i] -= (mi * alpha) / (std::sqrt(vi) + eps);
   }
+}
+
+double SoftmaxCrossEntropy(const float* logits, int64_t rows, int64_t columns,
+                           const int64_t* labels, const float* targets, float label_smoothing,
+                           float scale, float* probabilities, float* gradient) {
+  double total = 0;
+  const float keep = 1.0f - label_smoothing, spread = label_smoothing / static_cast<float>(columns);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* z = logits + r * columns;
+    float* g = gradient + r * columns;
+    float top = z[0];
+    for (int64_t c = 1; c < columns; ++c) top = std::max(top, z[c]);
+    float sum = 0;
+    for (int64_t c = 0; c < columns; ++c) {
+      g[c] = std::exp(z[c] - top);
+      sum += g[c];
+    }
+    const float log_sum = std::log(sum), inverse = 1.0f / sum;
+    for (int64_t c = 0; c < columns; ++c) g[c] *= inverse;  // the softmax, for now
+    if (probabilities != nullptr) std::copy(g, g + columns, probabilities + r * columns);
+    if (labels != nullptr) {
+      const int64_t label = labels[r];
+      if (label < 0 || label >= columns) {
+        total += std::nan("");
+        for (int64_t c = 0; c < columns; ++c) g[c] *= scale;
+        continue;
+      }
+      total -= static_cast<double>(z[label] - top - log_sum);
+      g[label] -= 1.0f;
+      for (int64_t c = 0; c < columns; ++c) g[c] *= scale;
+      continue;
+    }
+    // Soft targets: loss -sum(t * log p); gradient p * sum(t) - t.
+    const float* t = targets + r * columns;
+    float mass = 0;
+    double loss = 0;
+    for (int64_t c = 0; c < columns; ++c) {
+      const float tc = t[c] * keep + spread;
+      mass += tc;
+      loss -= static_cast<double>(tc) * static_cast<double>(z[c] - top - log_sum);
+    }
+    total += loss;
+    for (int64_t c = 0; c < columns; ++c) g[c] = (g[c] * mass - (t[c] * keep + spread)) * scale;
+  }
+  return total;
+}
+
+double SquaredError(const float* prediction, const float* targets, int64_t rows, int64_t columns,
+                    float scale, float* gradient) {
+  double total = 0;
+  const float factor = 2.0f * scale / static_cast<float>(columns);
+  for (int64_t r = 0; r < rows; ++r) {
+    double row = 0;
+    for (int64_t c = 0; c < columns; ++c) {
+      const int64_t i = r * columns + c;
+      const float d = prediction[i] - targets[i];
+      row += static_cast<double>(d) * d;
+      gradient[i] = d * factor;
+    }
+    total += row / static_cast<double>(columns);
+  }
+  return total;
 }
 
 }  // namespace cohort::trainer

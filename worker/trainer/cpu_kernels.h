@@ -10,6 +10,7 @@
 // IEEE arithmetic in the written order (no fused multiply-adds, no fast-math), so every
 // machine of one kind computes the same bits. Torch-free.
 
+#include <cstdint>
 #include <span>
 
 namespace cohort::trainer {
@@ -30,5 +31,23 @@ struct AdamCoefficients {
 //   variable -= (m * alpha) / (sqrt(v) + epsilon)
 void AdamUpdate(std::span<float> variable, std::span<const float> gradient,
                 std::span<float> m, std::span<float> v, const AdamCoefficients& c);
+
+// The loss of a batch and its gradient with respect to the model's last values, in one
+// pass over `rows` rows of `columns` values (DenseGraph's loss; losses.h has the
+// LibTorch form of the same formulas). Each returns the sum of the rows' losses, in
+// double, and writes `scale` times that sum's gradient to `gradient`.
+
+// Softmax cross-entropy from logits, stable form (-log_softmax at the target):
+// against integer labels when `labels` is not null (a label outside [0, columns) gives
+// a NaN loss), else against target rows (`targets`, rows x columns) mixed with label
+// smoothing as Keras does (t * (1 - smoothing) + smoothing / columns). Writes each
+// row's softmax to `probabilities` when it is not null.
+double SoftmaxCrossEntropy(const float* logits, int64_t rows, int64_t columns,
+                           const int64_t* labels, const float* targets, float label_smoothing,
+                           float scale, float* probabilities, float* gradient);
+
+// Mean squared error per row: mean over the row of (prediction - target)^2.
+double SquaredError(const float* prediction, const float* targets, int64_t rows, int64_t columns,
+                    float scale, float* gradient);
 
 }  // namespace cohort::trainer

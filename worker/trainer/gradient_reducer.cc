@@ -42,7 +42,7 @@ GradientReducer::GradientReducer(FlatParameters* flat, const std::vector<torch::
   for (size_t v = 0; v < variables.size(); ++v) {
     std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(*variables[v]);
     int index = static_cast<int>(v);
-    acc->add_post_hook(std::make_unique<ReadyHook>([this, index] { OnGradientReady(index); }));
+    acc->add_post_hook(std::make_unique<ReadyHook>([this, index] { GradientReady(index); }));
     accumulators_.push_back(std::move(acc));
   }
 }
@@ -60,7 +60,8 @@ void GradientReducer::BeginStep() {
   starts_.clear();
 }
 
-void GradientReducer::OnGradientReady(int variable) {
+void GradientReducer::GradientReady(int variable) {
+  if (collective_ == nullptr || collective_->size() == 1) return;
   std::lock_guard<std::mutex> lock(mu_);
   buckets_[bucket_of_[variable]].ready += 1;
   StartReadyBuckets();

@@ -19,7 +19,7 @@
 // trainer's TensorBoard curves and the agent's metrics.
 //
 // Threads: hooks may fire on autograd's threads; BeginStep and FinishStep are called by
-// the training thread, outside backward.
+// the training thread, outside backward; GradientReady by either.
 
 #include <cstdint>
 #include <memory>
@@ -49,6 +49,9 @@ class GradientReducer {
   ~GradientReducer();
 
   void BeginStep();
+  // For a step computed without autograd (DenseGraph): variable `variable` (in the
+  // flat order) has its gradient for this step. Autograd's steps call it from the hooks.
+  void GradientReady(int variable);
   absl::Status FinishStep();
 
   int bucket_count() const { return static_cast<int>(buckets_.size()); }
@@ -73,7 +76,6 @@ class GradientReducer {
     int variables = 0;
     int ready = 0;
   };
-  void OnGradientReady(int variable);
   void StartReadyBuckets();  // requires mu_
 
   FlatParameters* const flat_;

@@ -22,6 +22,7 @@
 #include "worker/trainer/collective/gloo_collective.h"
 #include "worker/trainer/collective/prefix_store.h"
 #include "worker/trainer/dataset.h"
+#include "worker/trainer/dense_graph.h"
 #include "worker/trainer/events.h"
 #include "worker/trainer/flat_parameters.h"
 #include "worker/trainer/gradient_reducer.h"
@@ -119,6 +120,7 @@ class Run {
   std::vector<torch::Tensor*> trainable_;  // flat order
   std::unique_ptr<FlatParameters> flat_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<DenseGraph> dense_;  // the hand-written step; null: autograd's
   std::unique_ptr<collective::PrefixStore> store_;
   std::unique_ptr<collective::Collective> collective_;
   std::unique_ptr<GradientReducer> reducer_;
@@ -176,6 +178,9 @@ absl::Status Run::Setup() {
   }
   flat_ = std::make_unique<FlatParameters>(trainable_);
   optimizer_ = std::make_unique<Optimizer>(compile_.optimizer, *flat_);
+  std::string autograd_because = "--autograd";
+  if (!o_.autograd) dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, &autograd_because);
+  if (!dense_) spdlog::debug("training step through autograd: {}", autograd_because);
   return absl::OkStatus();
 }
 
@@ -304,23 +309,37 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     StepPhases phases{.start = step_start};
     BatchPlan::Slice slice = plan.RankSlice(step);
     if (reducer_) reducer_->BeginStep();
-    flat_->ZeroGrad();
+    // DenseGraph overwrites every gradient; autograd adds to them.
+    if (!dense_ || slice.rows.empty()) flat_->ZeroGrad();
     double step_loss = 0;
     if (!slice.rows.empty()) {
-      torch::Tensor x, y;
+      torch::Tensor x, y, prediction;
       if (absl::Status s = batches.Take(step, &x, &y); !s.ok()) return s;
       timing.data = absl::Now() - step_start;
       phases.data_end = step_start + timing.data;
-      KerasModel::Output out = model_->Forward(x, /*training=*/true);
-      torch::Tensor per = ElementLosses(*compile_.loss, out, y);
-      int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
-      torch::Tensor sum = per.sum();
-      phases.forward_end = absl::Now();
-      (sum * (loss_weight / static_cast<double>(slice.global_rows * per_row))).backward();
-      phases.backward_end = absl::Now();
-      step_loss = sum.item<double>() / per_row;
+      if (dense_) {
+        DenseGraph::Forward f =
+            dense_->RunForward(x, y, loss_weight / static_cast<double>(slice.global_rows));
+        phases.forward_end = absl::Now();
+        dense_->RunBackward([this](int variable) {
+          if (reducer_) reducer_->GradientReady(variable);
+        });
+        phases.backward_end = absl::Now();
+        step_loss = f.loss_sum;
+        prediction = f.prediction;
+      } else {
+        KerasModel::Output out = model_->Forward(x, /*training=*/true);
+        torch::Tensor per = ElementLosses(*compile_.loss, out, y);
+        int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
+        torch::Tensor sum = per.sum();
+        phases.forward_end = absl::Now();
+        (sum * (loss_weight / static_cast<double>(slice.global_rows * per_row))).backward();
+        phases.backward_end = absl::Now();
+        step_loss = sum.item<double>() / per_row;
+        prediction = out.value.detach();
+      }
       totals.AddLoss(step_loss * loss_weight, static_cast<int64_t>(slice.rows.size()));
-      AddMetrics(totals, out.value.detach(), y);
+      AddMetrics(totals, prediction, y);
     }
     phases.reduce_start = absl::Now();
     if (reducer_) {
@@ -490,7 +509,8 @@ absl::Status Run::Execute() {
   BatchPlan plan(data_->train_rows(), fit.batch_size, o_.rank, o_.world, fit.shuffle, fit.seed);
   events_.Emit("start", {{"rank", o_.rank}, {"world", o_.world}, {"epochs", fit.epochs},
                          {"first_epoch", first_epoch_ + 1}, {"steps", plan.steps()},
-                         {"samples", data_->train_rows()}, {"device", device_.str()}});
+                         {"samples", data_->train_rows()}, {"device", device_.str()},
+                         {"training_step", dense_ ? "dense_graph" : "autograd"}});
   for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
     absl::Time start = absl::Now();
     nlohmann::json logs = nlohmann::json::object();

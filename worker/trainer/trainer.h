@@ -44,6 +44,9 @@ struct TrainOptions {
   // fails (a run killed mid-epoch keeps its last complete epochs); rank 0 merges the
   // rank files it sees there into out_dir/trace.json when the run ends.
   bool trace = false;
+  // Train through LibTorch's autograd even where the hand-written DenseGraph step
+  // covers the model (to compare the two, or to rule DenseGraph out).
+  bool autograd = false;
 };
 
 absl::Status Train(const TrainOptions& options);

@@ -1,0 +1,233 @@
+// DenseGraph's hand-written step against LibTorch's autograd on the same model, weights
+// and batch: the loss, the prediction and every gradient, for each kind of layer,
+// activation and loss it covers; and the models it must leave to autograd.
+
+#include "worker/trainer/dense_graph.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "common/keras/model_config.h"
+#include "tests/common/keras/config_builder.h"
+#include "worker/trainer/flat_parameters.h"
+#include "worker/trainer/keras_file.h"
+#include "worker/trainer/losses.h"
+
+namespace cohort::trainer {
+namespace {
+
+using keras::LossConfig;
+using keras::LossKind;
+using keras::testing::Connect;
+using keras::testing::DenseEntry;
+using keras::testing::FunctionalModel;
+using keras::testing::InputEntry;
+using keras::testing::Json;
+using keras::testing::LayerEntry;
+using keras::testing::SequentialModel;
+
+keras::ModelIr Parse(const Json& config) {
+  absl::StatusOr<keras::ModelIr> ir = keras::ParseModelConfig(config.dump());
+  INFO(ir.status().ToString());
+  REQUIRE(ir.ok());
+  return *ir;
+}
+
+keras::ModelIr Example(const std::string& name) {
+  absl::StatusOr<KerasModelFile> file =
+      LoadKerasModel(std::string(COHORT_SOURCE_DIR) + "/examples/" + name);
+  INFO(file.status().ToString());
+  REQUIRE(file.ok());
+  return file->ir;
+}
+
+LossConfig Loss(LossKind kind, bool from_logits = false, double smoothing = 0.0) {
+  LossConfig loss;
+  loss.kind = kind;
+  loss.from_logits = from_logits;
+  loss.label_smoothing = smoothing;
+  return loss;
+}
+
+// A model with random weights (biases too), its variables in a flat buffer.
+struct Fixture {
+  std::unique_ptr<KerasModel> model;
+  std::vector<torch::Tensor*> trainable;  // flat order, as the trainer lays it out
+  std::unique_ptr<FlatParameters> flat;
+
+  explicit Fixture(const keras::ModelIr& ir) {
+    model = *KerasModel::Create(ir, torch::kCPU, 7);
+    torch::manual_seed(11);
+    {
+      torch::NoGradGuard no_grad;
+      for (ModelVariable& v : model->variables()) v.value.copy_(torch::randn_like(v.value) * 0.4);
+    }
+    for (auto it = model->variables().rbegin(); it != model->variables().rend(); ++it) {
+      if (it->trainable) trainable.push_back(&it->value);
+    }
+    flat = std::make_unique<FlatParameters>(trainable);
+  }
+};
+
+// y for `loss`: labels, one-hot rows, or real targets.
+torch::Tensor Targets(const LossConfig& loss, int64_t rows, int64_t classes) {
+  if (loss.kind == LossKind::kSparseCategoricalCrossentropy) {
+    return torch::randint(classes, {rows, 1}, torch::kInt64);
+  }
+  if (loss.kind == LossKind::kCategoricalCrossentropy) {
+    return torch::one_hot(torch::randint(classes, {rows}, torch::kInt64), classes).to(torch::kFloat32);
+  }
+  return torch::randn({rows, classes});
+}
+
+// One batch of `rows` through autograd and through DenseGraph; every result must agree.
+void Compare(Fixture& f, DenseGraph& graph, const LossConfig& loss, int64_t rows) {
+  const keras::ModelIr& ir = f.model->ir();
+  const int64_t features = ir.input().output_shape.at(0), classes = ir.output().output_shape.at(0);
+  torch::Tensor x = torch::randn({rows, features});
+  torch::Tensor y = Targets(loss, rows, classes);
+  const double scale = 0.75 / static_cast<double>(rows + 3);  // loss weight over a global batch
+
+  f.flat->ZeroGrad();
+  KerasModel::Output out = f.model->Forward(x, /*training=*/true);
+  torch::Tensor per = ElementLosses(loss, out, y);
+  torch::Tensor sum = per.sum();
+  (sum * scale).backward();
+  torch::Tensor expected_grad = f.flat->grad().clone();
+  torch::Tensor expected_prediction = out.value.detach().clone();
+
+  f.flat->grad().fill_(12345.0f);  // DenseGraph must overwrite every gradient
+  DenseGraph::Forward result = graph.RunForward(x, y, scale);
+  CHECK(result.loss_sum == Approx(sum.item<double>()).epsilon(1e-5));
+  REQUIRE(result.prediction.sizes() == expected_prediction.sizes());
+  CHECK(torch::allclose(result.prediction, expected_prediction, 1e-5, 1e-6));
+  std::map<int, int> calls;
+  std::map<int, torch::Tensor> at_ready;
+  graph.RunBackward([&](int v) {
+    calls[v] += 1;
+    at_ready[v] = f.trainable.at(v)->grad().clone();
+  });
+  CHECK(calls.size() == f.trainable.size());
+  for (auto [v, n] : calls) CHECK(n == 1);
+  for (size_t v = 0; v < f.trainable.size(); ++v) {
+    const FlatParameters::Slot& slot = f.flat->slots()[v];
+    torch::Tensor expected = expected_grad.narrow(0, slot.offset, slot.numel);
+    torch::Tensor got = f.flat->grad().narrow(0, slot.offset, slot.numel);
+    INFO("variable " << v << " of " << f.trainable.size() << ": largest difference "
+                     << (got - expected).abs().max().item<float>());
+    CHECK(torch::allclose(got, expected, 1e-4, 1e-6));
+    // The gradient was final when `ready` said so.
+    REQUIRE(at_ready.count(static_cast<int>(v)) == 1);
+    CHECK(torch::equal(at_ready[static_cast<int>(v)].reshape({-1}), got));
+  }
+}
+
+void CompareSizes(const keras::ModelIr& ir, const LossConfig& loss) {
+  Fixture f(ir);
+  std::string why;
+  std::unique_ptr<DenseGraph> graph = DenseGraph::Create(*f.model, loss, f.trainable, &why);
+  INFO(why);
+  REQUIRE(graph != nullptr);
+  // A batch, a smaller last one, and the full size again: the buffers follow.
+  for (int64_t rows : {32, 7, 32}) {
+    INFO(rows << " rows");
+    Compare(f, *graph, loss, rows);
+  }
+}
+
+std::string WhyNot(const keras::ModelIr& ir, const LossConfig& loss) {
+  Fixture f(ir);
+  std::string why;
+  std::unique_ptr<DenseGraph> graph = DenseGraph::Create(*f.model, loss, f.trainable, &why);
+  CHECK(graph == nullptr);
+  return why;
+}
+
+Json Seq(const std::vector<Json>& layers) {
+  std::vector<Json> all{InputEntry("in", {12})};
+  all.insert(all.end(), layers.begin(), layers.end());
+  return SequentialModel(all);
+}
+
+Json Relu(const std::string& name) {
+  return LayerEntry("ReLU", name, {{"max_value", nullptr}, {"negative_slope", 0.0}, {"threshold", 0.0}});
+}
+
+Json Activation(const std::string& name, const std::string& activation) {
+  return LayerEntry("Activation", name, {{"activation", activation}});
+}
+
+TEST_CASE("DenseGraph: the mlp and the residual model as autograd trains them", "[dense_graph]") {
+  const LossConfig sparse = Loss(LossKind::kSparseCategoricalCrossentropy);
+  SECTION("mlp") { CompareSizes(Example("mnist_mlp.keras"), sparse); }
+  SECTION("residual") { CompareSizes(Example("mnist_residual.keras"), sparse); }
+}
+
+TEST_CASE("DenseGraph: every activation, elementwise layer and loss it covers", "[dense_graph]") {
+  SECTION("tanh, sigmoid, linear; mean squared error") {
+    CompareSizes(Parse(Seq({DenseEntry("a", 9, "tanh"), DenseEntry("b", 8, "sigmoid"),
+                            DenseEntry("c", 5, "linear")})),
+                 Loss(LossKind::kMeanSquaredError));
+  }
+  SECTION("sparse cross-entropy from logits") {
+    CompareSizes(Parse(Seq({DenseEntry("a", 9, "relu"), DenseEntry("b", 4)})),
+                 Loss(LossKind::kSparseCategoricalCrossentropy, /*from_logits=*/true));
+  }
+  SECTION("categorical cross-entropy with label smoothing, softmax output") {
+    CompareSizes(Parse(Seq({DenseEntry("a", 9, "relu"), DenseEntry("b", 4, "softmax")})),
+                 Loss(LossKind::kCategoricalCrossentropy, false, 0.1));
+  }
+  SECTION("categorical cross-entropy from logits") {
+    CompareSizes(Parse(Seq({DenseEntry("a", 9, "tanh"), DenseEntry("b", 4)})),
+                 Loss(LossKind::kCategoricalCrossentropy, true));
+  }
+  SECTION("Activation and ReLU layers, Flatten, Dropout(0), a three-way Add, a Softmax layer") {
+    Json dropout = LayerEntry("Dropout", "drop", {{"rate", 0.0}, {"seed", nullptr}, {"noise_shape", nullptr}});
+    Json flatten = LayerEntry("Flatten", "flat", {{"data_format", "channels_last"}});
+    std::vector<Json> layers{
+        Connect(InputEntry("in", {12}), {}),
+        Connect(DenseEntry("d1", 10), {"in"}),
+        Connect(Activation("t1", "tanh"), {"d1"}),
+        Connect(DenseEntry("d2", 10, "sigmoid"), {"t1"}),
+        Connect(Relu("r1"), {"d1"}),
+        Connect(flatten, {"r1"}),
+        Connect(dropout, {"flat"}),
+        Connect(LayerEntry("Add", "add", {}), {"d2", "drop", "t1"}),
+        Connect(Activation("lin", "linear"), {"add"}),
+        Connect(DenseEntry("d3", 6), {"lin"}),
+        Connect(Activation("out", "softmax"), {"d3"}),
+    };
+    CompareSizes(Parse(FunctionalModel(layers, "in", "out")),
+                 Loss(LossKind::kSparseCategoricalCrossentropy));
+  }
+  SECTION("a frozen Dense layer: no gradient of its own, and gradients flow through it") {
+    Json frozen = DenseEntry("frozen", 9, "relu");
+    frozen["config"]["trainable"] = false;
+    CompareSizes(Parse(Seq({DenseEntry("a", 9, "relu"), frozen, DenseEntry("b", 4, "softmax")})),
+                 Loss(LossKind::kSparseCategoricalCrossentropy));
+  }
+}
+
+TEST_CASE("DenseGraph leaves to autograd what it does not cover, and says why", "[dense_graph]") {
+  const LossConfig sparse = Loss(LossKind::kSparseCategoricalCrossentropy);
+  CHECK_THAT(WhyNot(Example("mnist_cnn.keras"), sparse), Catch::Contains("rank 4"));
+  CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4, "softmax")})), Loss(LossKind::kBinaryCrossentropy)),
+             Catch::Contains("loss"));
+  CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4, "softmax")})), Loss(LossKind::kMeanSquaredError)),
+             Catch::Contains("softmax"));
+  CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4, "softmax")})),
+                    Loss(LossKind::kSparseCategoricalCrossentropy, /*from_logits=*/true)),
+             Catch::Contains("from logits"));
+  CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4)})), sparse), Catch::Contains("not a softmax"));
+  CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4, "gelu"), DenseEntry("b", 4, "softmax")})), sparse),
+             Catch::Contains("'a'"));
+  Json dropout = LayerEntry("Dropout", "drop", {{"rate", 0.5}, {"seed", nullptr}, {"noise_shape", nullptr}});
+  CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4), dropout, DenseEntry("b", 4, "softmax")})), sparse),
+             Catch::Contains("Dropout 'drop'"));
+}
+
+}  // namespace
+}  // namespace cohort::trainer
