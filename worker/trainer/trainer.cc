@@ -510,7 +510,8 @@ absl::Status Run::Execute() {
   events_.Emit("start", {{"rank", o_.rank}, {"world", o_.world}, {"epochs", fit.epochs},
                          {"first_epoch", first_epoch_ + 1}, {"steps", plan.steps()},
                          {"samples", data_->train_rows()}, {"device", device_.str()},
-                         {"training_step", dense_ ? "dense_graph" : "autograd"}});
+                         {"training_step", dense_ ? "dense_graph" : "autograd"},
+                         {"all_reduce", collective_ ? std::string(collective_->transport()) : "none"}});
   for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
     absl::Time start = absl::Now();
     nlohmann::json logs = nlohmann::json::object();

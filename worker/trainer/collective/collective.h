@@ -35,6 +35,7 @@
 #include <memory>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace cohort::trainer::collective {
 
@@ -58,6 +59,9 @@ class Collective {
   virtual int size() const = 0;
   // Where buffers live: host memory (kCpu) or device memory of this rank's GPU (kCuda).
   virtual DeviceKind device_kind() const = 0;
+  // How all-reduces travel: "tcp", "shared memory" (Gloo between ranks of one machine)
+  // or "nccl".
+  virtual absl::string_view transport() const = 0;
 
   // Starts summing `count` float32 values at `data` across all ranks, in place: when it
   // completes every rank's buffer holds the element-wise sum. Returns at once; the

@@ -1,5 +1,7 @@
-// cohort_collective_bench: Gloo all-reduce on loopback, N forked ranks, 4 KiB to 64 MiB.
-// Prints, per size, the algorithm, the mean and median latency and the bandwidths:
+// cohort_collective_bench: the Gloo backend's all-reduce between N forked ranks, 4 KiB to
+// 64 MiB: through shared memory, as ranks of one machine run it, or with --tcp over
+// loopback TCP, as ranks of several machines would. Prints, per size, the algorithm
+// ("shared memory", or gloo's TCP algorithm), the mean and median latency and the bandwidths:
 // algbw = bytes / mean time and busbw = algbw * 2(n-1)/n (what each link carries, as
 // nccl-tests report it). First it measures the reference: loopback TCP with both
 // directions busy at once, which a 2-rank all-reduce cannot beat. --json prints the same
@@ -22,6 +24,8 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+
+#include "absl/strings/str_cat.h"
 
 #include "worker/trainer/collective/file_store.h"
 #include "worker/trainer/collective/gloo_all_reduce.h"
@@ -149,8 +153,9 @@ int RunRank(const GlooOptions& options, const std::string& dir, size_t min_bytes
     }
     if (c.rank() == 0) {
       double algbw = static_cast<double>(bytes) / seconds / 1e9;
-      std::string name(
-          GlooAlgorithmName(ResolveGlooAlgorithm(options.algorithm, bytes, c.size())));
+      std::string name(c.transport() == "tcp"
+                           ? GlooAlgorithmName(ResolveGlooAlgorithm(options.algorithm, bytes, c.size()))
+                           : c.transport());
       std::printf(json ? "{\"what\": \"all_reduce\", \"bytes\": %zu, \"algorithm\": \"%s\", "
                          "\"mean_us\": %.1f, \"median_us\": %.1f, \"algbw_gbps\": %.4f, "
                          "\"busbw_gbps\": %.4f, \"iterations\": %d}\n"
@@ -177,12 +182,16 @@ int main(int argc, char** argv) {
   app.add_option("--algorithm", algorithm, "auto, ring_chunked or halving_doubling")
       ->check(CLI::IsMember({"auto", "ring_chunked", "halving_doubling"}));
   app.add_flag("--busy-poll", options.busy_poll, "spin on receive");
+  bool tcp_only = false;
+  app.add_flag("--tcp", tcp_only,
+               "all-reduce over loopback TCP, not through shared memory as ranks of one machine do");
   app.add_option("--max-segment-bytes", options.max_segment_bytes, "all-reduce segment size");
   app.add_option("--min-bytes", min_bytes, "smallest message");
   app.add_option("--max-bytes", max_bytes, "largest message");
   bool json = false;
   app.add_flag("--json", json, "one JSON object per line");
   CLI11_PARSE(app, argc, argv);
+  options.shared_memory = !tcp_only;
   if (algorithm == "ring_chunked") options.algorithm = GlooAlgorithm::kRingChunked;
   if (algorithm == "halving_doubling") options.algorithm = GlooAlgorithm::kHalvingDoubling;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
@@ -198,8 +207,10 @@ int main(int argc, char** argv) {
     std::printf("loopback TCP, both directions at once, best of 1, 4 and 16 MiB x 8: %.3f GB/s "
                 "per direction\n",
                 tcp);
-    std::printf("gloo all-reduce, %d ranks on loopback, segments of %zu bytes%s\n", options.size,
-                options.max_segment_bytes, options.busy_poll ? ", busy polling" : "");
+    std::printf("gloo all-reduce, %d ranks on this machine, %s\n", options.size,
+                tcp_only ? absl::StrCat("over loopback TCP, segments of ", options.max_segment_bytes,
+                                        " bytes", options.busy_poll ? ", busy polling" : "").c_str()
+                         : "through shared memory");
   }
 
   char dir[] = "/tmp/cohort-collective-bench-XXXXXX";

@@ -13,6 +13,7 @@
 #include "worker/trainer/collective/gloo_all_reduce.h"
 #include "worker/trainer/collective/gloo_mesh.h"
 #include "worker/trainer/collective/op_queue.h"
+#include "worker/trainer/collective/shm_all_reduce.h"
 
 namespace cohort::trainer::collective {
 namespace {
@@ -21,16 +22,19 @@ constexpr size_t kBroadcastChunkBytes = 16 << 20;
 
 class GlooCollective final : public Collective {
  public:
-  GlooCollective(const GlooOptions& options, std::shared_ptr<GlooContext> context)
+  GlooCollective(const GlooOptions& options, std::shared_ptr<GlooContext> context,
+                 std::unique_ptr<ShmAllReduce> shm)
       : options_(options),
         context_(std::move(context)),
         all_reduce_(context_, options.algorithm, options.max_segment_bytes),
+        shm_(std::move(shm)),
         // Built here, identically on every rank, so its slots match.
         barrier_(std::make_unique<gloo::BarrierAllToAll>(context_)) {}
 
   int rank() const override { return options_.rank; }
   int size() const override { return options_.size; }
   DeviceKind device_kind() const override { return DeviceKind::kCpu; }
+  absl::string_view transport() const override { return shm_ ? "shared memory" : "tcp"; }
 
   std::unique_ptr<Work> StartAllReduce(float* data, size_t count) override {
     return queue_.Submit([this, data, count] {
@@ -38,6 +42,7 @@ class GlooCollective final : public Collective {
         if (data == nullptr && count > 0) {
           return absl::InvalidArgumentError("all-reduce of a null buffer");
         }
+        if (shm_) return shm_->Run(data, count);
         all_reduce_.Run(data, count);
         return absl::OkStatus();
       });
@@ -97,13 +102,17 @@ class GlooCollective final : public Collective {
       std::optional<int> peer = FailedPeer(*context_, options_.busy_poll, e.what());
       status = TranslateGlooError(op, peer, options_.timeout, e.what());
     }
-    if (!status.ok()) context_->closeConnections();
+    if (!status.ok()) {
+      context_->closeConnections();
+      if (shm_) shm_->Abort();
+    }
     return status;
   }
 
   const GlooOptions options_;
   const std::shared_ptr<GlooContext> context_;
   GlooAllReduce all_reduce_;
+  std::unique_ptr<ShmAllReduce> shm_;  // all-reduces when every rank is on this machine
   std::unique_ptr<gloo::BarrierAllToAll> barrier_;
   OpQueue queue_;  // last: its thread stops before the members it uses are destroyed
 };
@@ -134,8 +143,16 @@ absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptio
   std::signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<std::shared_ptr<GlooContext>> context = ConnectGlooMesh(options, *store);
   if (!context.ok()) return context.status();
+  std::unique_ptr<ShmAllReduce> shm;
+  if (options.shared_memory) {
+    absl::StatusOr<std::unique_ptr<ShmAllReduce>> connected =
+        ConnectSharedMemory(options.rank, options.size, options.timeout, *store);
+    if (!connected.ok()) return connected.status();
+    shm = *std::move(connected);
+  }
   try {
-    return std::unique_ptr<Collective>(new GlooCollective(options, *std::move(context)));
+    return std::unique_ptr<Collective>(
+        new GlooCollective(options, *std::move(context), std::move(shm)));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("gloo: setting up the barrier: ", e.what()));
   }

@@ -100,6 +100,7 @@ class NcclCollective final : public Collective {
   int rank() const override { return options_.rank; }
   int size() const override { return options_.size; }
   DeviceKind device_kind() const override { return DeviceKind::kCuda; }
+  absl::string_view transport() const override { return "nccl"; }
 
   std::unique_ptr<Work> StartAllReduce(float* data, size_t count) override {
     if (data == nullptr && count > 0) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,9 +31,24 @@ namespace {
 using cohort::testing::Process;
 using cohort::testing::TempDir;
 
-enum class Backend { kGloo, kNccl };
+// kGloo: Gloo as ranks on one machine run it (all-reduce through shared memory);
+// kGlooTcp: every operation over loopback TCP, as ranks on several machines run it.
+enum class Backend { kGloo, kGlooTcp, kNccl };
 
-const char* Name(Backend b) { return b == Backend::kGloo ? "gloo" : "nccl"; }
+const char* Name(Backend b) {
+  switch (b) {
+    case Backend::kGloo: return "gloo";
+    case Backend::kGlooTcp: return "gloo-tcp";
+    case Backend::kNccl: return "nccl";
+  }
+  return "";
+}
+
+// How the ranks of a world of `size` say their all-reduces travel.
+const char* Transport(Backend b, int size) {
+  if (b == Backend::kNccl) return "nccl";
+  return b == Backend::kGloo && size > 1 ? "shared memory" : "tcp";
+}
 
 // Asked in the test process, which never uses CUDA otherwise: the ranks are fresh
 // processes (fork + exec), so the CUDA state made here does not leak into them.
@@ -48,7 +64,7 @@ int GpuCount() {
 // The world sizes a case runs with: all of `wanted` for gloo; for nccl the ones this
 // machine has GPUs for (one GPU per rank), and one rank when only one GPU is present.
 std::vector<int> SizesFor(Backend backend, std::vector<int> wanted) {
-  if (backend == Backend::kGloo) return wanted;
+  if (backend != Backend::kNccl) return wanted;
   int gpus = GpuCount();
   std::vector<int> out;
   for (int n : wanted) {
@@ -79,15 +95,28 @@ Ranks Start(Backend backend, int size, const std::string& scenario, absl::Durati
   return ranks;
 }
 
-void ExpectAllSucceed(Ranks& ranks, const std::string& ok_line) {
+void ExpectAllSucceed(Ranks& ranks, const std::string& ok_line, const std::string& transport) {
   for (size_t rank = 0; rank < ranks.processes.size(); ++rank) {
     Process& p = *ranks.processes[rank];
     std::optional<cohort::testing::ExitStatus> exit = p.Wait(absl::Seconds(240));
     INFO("rank " << rank << " output:\n" << p.Output());
     REQUIRE(exit.has_value());
     CHECK(exit->code == 0);
+    CHECK(absl::StrContains(p.Output(), "transport: " + transport + "\n"));
     CHECK(absl::StrContains(p.Output(), "ok " + ok_line));
   }
+}
+
+// The shared-memory segments rank 0 (process `pid`) named: unlinked during setup, so
+// none is ever left behind.
+std::vector<std::string> LeftInDevShm(pid_t pid) {
+  std::vector<std::string> left;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    std::string name = entry.path().filename().string();
+    if (absl::StartsWith(name, absl::StrCat("cohort-allreduce-", pid, "-"))) left.push_back(name);
+  }
+  return left;
 }
 
 void RunScenario(Backend backend, std::vector<int> sizes, const std::string& scenario,
@@ -95,7 +124,8 @@ void RunScenario(Backend backend, std::vector<int> sizes, const std::string& sce
   for (int size : SizesFor(backend, sizes)) {
     INFO(Name(backend) << " with " << size << " ranks, scenario " << scenario);
     Ranks ranks = Start(backend, size, scenario, absl::Seconds(60));
-    ExpectAllSucceed(ranks, ok_line);
+    ExpectAllSucceed(ranks, ok_line, Transport(backend, size));
+    CHECK(LeftInDevShm(ranks.processes[0]->pid()).empty());
   }
 }
 
@@ -140,6 +170,7 @@ std::vector<std::pair<std::string, absl::Duration>> FailRank1(Backend backend, i
     INFO("rank " << rank << " output:\n" << p.Output());
     REQUIRE(exit.has_value());  // no hang: it failed within 3x the timeout
     CHECK(exit->code == 3);
+    CHECK(absl::StrContains(p.Output(), absl::StrCat("transport: ", Transport(backend, size), "\n")));
     CHECK(absl::StrContains(p.Output(), "after: FAILED_PRECONDITION"));
     survivors.emplace_back(p.Output(), took);
   }
@@ -166,7 +197,7 @@ void KilledRankIsNamed(Backend backend) {
     // NCCL cannot tell which peer is gone; gloo names it (with 3 ranks a survivor may
     // instead name the other survivor, which closed its connections on failing).
     INFO(outputs);
-    if (backend == Backend::kGloo) CHECK(named);
+    if (backend != Backend::kNccl) CHECK(named);
   }
 }
 
@@ -183,7 +214,7 @@ void StoppedRankTimesOut(Backend backend) {
     for (const auto& [output, took] : survivors) {
       INFO(output);
       timed_out = timed_out || absl::StrContains(output, "timed out after 3s waiting for");
-      if (backend == Backend::kGloo && size == 2) {
+      if (backend != Backend::kNccl && size == 2) {
         CHECK(absl::StrContains(output, "timed out after 3s waiting for rank 1"));
       }
       CHECK(took >= timeout * 0.8);
@@ -194,7 +225,7 @@ void StoppedRankTimesOut(Backend backend) {
 
 // The last rank of the world never starts (gloo: 3 ranks; nccl: 2, so one GPU will do).
 void MissingRankIsNamed(Backend backend) {
-  int size = backend == Backend::kGloo ? 3 : 2;
+  int size = backend == Backend::kNccl ? 2 : 3;
   if (SizesFor(backend, {size - 1}).empty()) return;
   INFO(Name(backend) << ": " << size - 1 << " of " << size << " ranks start");
   absl::Duration timeout = absl::Seconds(2);
@@ -220,8 +251,9 @@ void MissingRankIsNamed(Backend backend) {
 #else
 #define NCCL_CONTRACT_CASE(title, check)
 #endif
-#define CONTRACT_CASE(title, check)                                               \
-  TEST_CASE("gloo: " title, "[collective][gloo]") { check(Backend::kGloo); } \
+#define CONTRACT_CASE(title, check)                                                         \
+  TEST_CASE("gloo: " title, "[collective][gloo]") { check(Backend::kGloo); }           \
+  TEST_CASE("gloo-tcp: " title, "[collective][gloo]") { check(Backend::kGlooTcp); }    \
   NCCL_CONTRACT_CASE(title, check)
 
 CONTRACT_CASE("all-reduce sums exactly, 1 to 3 ranks, 0 to 1M floats", AllReduceSumsExactly)

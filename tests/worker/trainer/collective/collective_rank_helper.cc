@@ -299,11 +299,12 @@ int Main(int argc, char** argv) {
   auto start = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Collective>> collective =
       absl::InvalidArgumentError("unknown backend " + args.backend);
-  if (args.backend == "gloo") {
+  if (args.backend == "gloo" || args.backend == "gloo-tcp") {
     GlooOptions options;
     options.rank = args.rank;
     options.size = args.size;
     options.timeout = args.timeout;
+    options.shared_memory = args.backend == "gloo";
     collective = CreateGlooCollective(options, store->get());
   }
 #if COHORT_HAVE_NCCL
@@ -326,6 +327,7 @@ int Main(int argc, char** argv) {
   if ((*collective)->rank() != args.rank || (*collective)->size() != args.size) {
     Fail("rank() or size() differ from the options");
   }
+  std::printf("transport: %s\n", std::string((*collective)->transport()).c_str());
   Scenarios s(args, **collective);
   if (args.scenario == "all-reduce") s.AllReduceSizes();
   else if (args.scenario == "broadcast") s.Broadcasts();
