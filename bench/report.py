@@ -178,46 +178,58 @@ def AllReduceTables(all_reduce):
     parts = []
     tcp = all_reduce["tcp"]
     load = all_reduce["other_load"]
+    names = {"cohort": "Cohort, shared memory", "cohort_tcp": "Cohort, TCP", "c10d": "c10d"}
     parts.append(f"Loopback TCP, both directions at once, best of 8 rounds of 1, 4 and 16 MiB: "
                  f"**{Fmt(tcp, 3) if tcp else '-'} GB/s** per direction (measured by "
-                 "cohort_collective_bench in the same run). Other load: Cohort's run "
-                 f"{load.get('cohort', 0):.0%}, c10d's {load.get('c10d', 0):.0%}.")
+                 "cohort_collective_bench in the same run). Cohort's rows: through shared "
+                 "memory, as its ranks on one machine all-reduce, and over loopback TCP "
+                 "(`--tcp`), as ranks on several machines do. Other load: "
+                 + ", ".join(f"{names[n]} {load.get(n, 0):.0%}" for n in names) + ".")
     parts.append("")
-    for name in ("cohort", "c10d"):
-        if isinstance(all_reduce[name], str):
-            parts += [f"{name} failed: {all_reduce[name]}", ""]
-    ours = {r["bytes"]: r for r in all_reduce["cohort"] if isinstance(r, dict)} \
-        if isinstance(all_reduce["cohort"], list) else {}
-    theirs = {r["bytes"]: r for r in all_reduce["c10d"]} \
-        if isinstance(all_reduce["c10d"], list) else {}
+    rows = {}
+    for name in names:
+        if isinstance(all_reduce.get(name), str):
+            parts += [f"{names[name]} failed: {all_reduce[name]}", ""]
+        rows[name] = {r["bytes"]: r for r in all_reduce.get(name) or [] if isinstance(r, dict)}
+    theirs = rows["c10d"]
     parts += [
-        "| bytes | Cohort algorithm | Cohort median µs | Cohort busbw GB/s | c10d median µs | "
-        "c10d busbw GB/s | Cohort ÷ c10d (busbw) | Cohort ÷ loopback TCP |",
-        "|--:|---|--:|--:|--:|--:|--:|--:|"]
-    for size in sorted(set(ours) | set(theirs)):
-        o, t = ours.get(size), theirs.get(size)
-        ratio = f"{o['busbw_gbps'] / t['busbw_gbps']:.2f}" if o and t else "-"
-        share = f"{o['busbw_gbps'] / tcp:.0%}" if o and tcp else "-"
+        "| bytes | c10d median µs | c10d busbw GB/s | Cohort TCP algorithm | Cohort TCP median µs | "
+        "Cohort TCP busbw GB/s | Cohort shm median µs | Cohort shm busbw GB/s | "
+        "TCP ÷ c10d | shm ÷ c10d | TCP ÷ loopback | shm ÷ loopback |",
+        "|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for size in sorted(set(rows["cohort"]) | set(rows["cohort_tcp"]) | set(theirs)):
+        t, o, m = theirs.get(size), rows["cohort_tcp"].get(size), rows["cohort"].get(size)
+
+        def Ratio(a, b):
+            return f"{a['busbw_gbps'] / b['busbw_gbps']:.2f}" if a and b else "-"
+
+        def Share(a):
+            return f"{a['busbw_gbps'] / tcp:.0%}" if a and tcp else "-"
+
         parts.append(
-            f"| {size:,} | {o['algorithm'] if o else '-'} | "
-            f"{Fmt(o and o['median_us'], 1)} | {Fmt(o and o['busbw_gbps'], 3)} | "
-            f"{Fmt(t and t['median_us'], 1)} | {Fmt(t and t['busbw_gbps'], 3)} | {ratio} | "
-            f"{share} |")
+            f"| {size:,} | {Fmt(t and t['median_us'], 1)} | {Fmt(t and t['busbw_gbps'], 3)} | "
+            f"{o['algorithm'] if o else '-'} | {Fmt(o and o['median_us'], 1)} | "
+            f"{Fmt(o and o['busbw_gbps'], 3)} | {Fmt(m and m['median_us'], 1)} | "
+            f"{Fmt(m and m['busbw_gbps'], 3)} | {Ratio(o, t)} | {Ratio(m, t)} | {Share(o)} | "
+            f"{Share(m)} |")
     parts.append("")
-    big = [size for size in ours if size >= 1 << 20]
-    if big and tcp:
-        worst = min(ours[s]["busbw_gbps"] for s in big) / tcp
-        parts.append(f"- busbw ≥ {MIN_TCP_SHARE:.0%} of loopback TCP for ≥ 1 MiB: worst "
-                     f"{worst:.0%} {'✓' if worst >= MIN_TCP_SHARE else '✗'}")
-    both = [s for s in big if s in theirs]
-    if both:
-        worst = min(ours[s]["busbw_gbps"] / theirs[s]["busbw_gbps"] for s in both)
-        parts.append(f"- ≥ {MIN_C10D_RATIO}x c10d's busbw for ≥ 1 MiB: worst {worst:.2f}x "
-                     f"{'✓' if worst >= MIN_C10D_RATIO else '✗'}")
-    if 4096 in ours:
-        median = ours[4096]["median_us"]
-        parts.append(f"- 4 KiB all-reduce median ≤ {MAX_SMALL_MEDIAN_US:.0f} µs: "
-                     f"{median:.1f} µs {'✓' if median <= MAX_SMALL_MEDIAN_US else '✗'}")
+    for name in ("cohort", "cohort_tcp"):
+        ours = rows[name]
+        big = [size for size in ours if size >= 1 << 20]
+        label = names[name]
+        if big and tcp:
+            worst = min(ours[s]["busbw_gbps"] for s in big) / tcp
+            parts.append(f"- {label}: busbw ≥ {MIN_TCP_SHARE:.0%} of loopback TCP for ≥ 1 MiB: "
+                         f"worst {worst:.0%} {'✓' if worst >= MIN_TCP_SHARE else '✗'}")
+        both = [s for s in big if s in theirs]
+        if both:
+            worst = min(ours[s]["busbw_gbps"] / theirs[s]["busbw_gbps"] for s in both)
+            parts.append(f"- {label}: ≥ {MIN_C10D_RATIO}x c10d's busbw for ≥ 1 MiB: worst "
+                         f"{worst:.2f}x {'✓' if worst >= MIN_C10D_RATIO else '✗'}")
+        if 4096 in ours:
+            median = ours[4096]["median_us"]
+            parts.append(f"- {label}: 4 KiB all-reduce median ≤ {MAX_SMALL_MEDIAN_US:.0f} µs: "
+                         f"{median:.1f} µs {'✓' if median <= MAX_SMALL_MEDIAN_US else '✗'}")
     parts.append("")
     return parts
 
