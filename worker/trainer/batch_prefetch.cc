@@ -53,7 +53,7 @@ std::optional<BatchPrefetcher::Batch> BatchPrefetcher::TakeGathered(int64_t step
 absl::Status BatchPrefetcher::Take(int64_t step, torch::Tensor* x, torch::Tensor* y) {
   std::optional<Batch> b = TakeGathered(step);
   if (!b) b = Gather(step);
-  if (step + 1 < plan_.steps()) {
+  if (background_ && step + 1 < plan_.steps()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       asked_ = step + 1;

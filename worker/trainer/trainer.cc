@@ -127,6 +127,7 @@ class Run {
   std::unique_ptr<TensorBoardLog> tensorboard_;  // rank 0's curves; null elsewhere
   std::unique_ptr<StepTrace> trace_;             // --trace; null without
   int first_epoch_ = 0;
+  int threads_ = 1;  // the rank's compute threads
   nlohmann::json history_ = nlohmann::json::object();
 };
 
@@ -152,7 +153,8 @@ absl::Status Run::Setup() {
     return n.layer_class() == keras::LayerClass::kConv1D ||
            n.layer_class() == keras::LayerClass::kConv2D;
   });
-  SetCpuThreads(o_.threads > 0 ? o_.threads : DefaultCpuThreads(o_.world), convolutions);
+  threads_ = o_.threads > 0 ? o_.threads : DefaultCpuThreads(o_.world);
+  SetCpuThreads(threads_, convolutions);
   absl::StatusOr<keras::CompileConfig> compile = job::ResolveCompile(file_.ir.compile, spec.compile);
   if (!compile.ok()) return compile.status();
   compile_ = std::move(*compile);
@@ -302,7 +304,13 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   int64_t samples = 0;
   StepStats stats;
   const std::string step_fault_point = absl::StrCat("rank", o_.rank, "-step");  // tests/faults
-  BatchPrefetcher batches(*data_, plan, device_, check);
+  // Batches are gathered in the background only on a core no rank computes on. Ranks
+  // that share memory are on this machine; others are taken to be a machine each.
+  const int local_ranks =
+      collective_ && collective_->transport() == "shared memory" ? o_.world : 1;
+  const bool spare_core =
+      threads_ * local_ranks < static_cast<int>(std::thread::hardware_concurrency());
+  BatchPrefetcher batches(*data_, plan, device_, check, spare_core);
   for (int64_t step = 0; step < plan.steps(); ++step) {
     absl::Time step_start = absl::Now();
     StepTiming timing;
