@@ -1,7 +1,8 @@
 // kernel_floor: the speed limit of training one of bench/'s models on this machine's
 // CPU threads: only the model's forward and backward matrix products and convolutions,
 // called back to back in a tight loop: matrix products on preallocated outputs
-// (at::mm_out), convolutions through the functional ops autograd calls (at::convolution,
+// (through worker/trainer/gemm.h, the library the trainer's Dense step uses: oneDNN's
+// sgemm where LibTorch brought it, else the BLAS'), convolutions through the functional ops autograd calls (at::convolution,
 // at::convolution_backward; see AddConv), with LibTorch's intra-op thread pool of
 // --threads threads. No activations, pooling, loss, optimizer or autograd: whatever a
 // framework does on top of this is its overhead.
@@ -31,8 +32,11 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "worker/trainer/gemm.h"
+
 namespace {
 
+using cohort::trainer::Sgemm;
 using Clock = std::chrono::steady_clock;
 using Kernel = std::function<void()>;
 
@@ -45,10 +49,12 @@ void AddDense(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64
   at::Tensor x = at::rand({batch, in}, opts), w = at::rand({in, out}, opts);
   at::Tensor y = at::empty({batch, out}, opts), dy = at::rand({batch, out}, opts);
   at::Tensor dw = at::empty({in, out}, opts), dx = at::empty({batch, in}, opts);
-  forward.push_back([=]() mutable { at::mm_out(y, x, w); });
+  auto f = [](at::Tensor& t) { return t.data_ptr<float>(); };
+  // The products the trainer's Dense step runs (gemm.h), on the same library.
+  forward.push_back([=]() mutable { Sgemm(false, false, batch, out, in, f(x), in, f(w), out, 0, f(y), out); });
   backward.insert(backward.begin(), [=]() mutable {
-    at::mm_out(dw, x.t(), dy);
-    if (input_grad) at::mm_out(dx, dy, w.t());
+    Sgemm(true, false, in, out, batch, f(x), in, f(dy), out, 0, f(dw), out);
+    if (input_grad) Sgemm(false, true, batch, in, out, f(dy), out, f(w), out, 0, f(dx), in);
   });
 }
 

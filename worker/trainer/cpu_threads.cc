@@ -16,12 +16,12 @@ int DefaultCpuThreads(int local_ranks) {
 
 void FlushDenormalsToZero() { at::globalContext().setFlushDenormal(true); }
 
-void SetCpuThreads(int threads, bool convolutions) {
-  torch::set_num_threads(convolutions ? threads : 1);
+void SetCpuThreads(int threads, bool intra_op) {
+  torch::set_num_threads(intra_op ? threads : 1);
   // Looked up, not linked: the BLAS is whichever library libblas.so.3 is at run time.
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) {
-    set(convolutions ? 1 : threads);
+    set(intra_op ? 1 : threads);
   }
 }
 

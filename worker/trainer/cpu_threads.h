@@ -12,7 +12,9 @@
 // 20-30k samples/s that way, against 57k with the threads in OpenBLAS alone and 51k on
 // one thread. So one pool gets the rank's threads and the other one thread: OpenBLAS
 // for models of matrix products (Dense), the intra-op pool for models with convolutions
-// (the cnn: 8.9k samples/s against 7.0k with both, 4.8k with OpenBLAS alone).
+// (the cnn: 8.9k samples/s against 7.0k with both, 4.8k with OpenBLAS alone). Models
+// that DenseGraph trains with oneDNN's products (gemm.h) run those on the intra-op
+// pool's OpenMP threads, so they give their threads to it too.
 // Measured on 2 cores only: on many cores, a large batch's elementwise ops on one
 // intra-op thread may come to bound a Dense model's step (not measured).
 //
@@ -26,10 +28,10 @@ namespace cohort::trainer {
 // The cores of this machine divided among `local_ranks` ranks (at least 1).
 int DefaultCpuThreads(int local_ranks);
 
-// Gives `threads` threads to the intra-op pool when `convolutions`, else to OpenBLAS
-// (when the BLAS is OpenBLAS), and one to the other. Call before training, from the
-// training thread.
-void SetCpuThreads(int threads, bool convolutions);
+// Gives `threads` threads to the intra-op pool when `intra_op`, else to OpenBLAS (when
+// the BLAS is OpenBLAS), and one to the other. Call before training, from the training
+// thread.
+void SetCpuThreads(int threads, bool intra_op);
 
 // The calling thread flushes denormals to zero, and so do the threads it starts later
 // (a new thread inherits its creator's floating-point mode). Call first, before

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "worker/trainer/cpu_kernels.h"
+#include "worker/trainer/gemm.h"
 
 namespace cohort::trainer {
 
@@ -37,6 +38,9 @@ torch::Tensor& Shaped(torch::Tensor& t, int64_t rows, int64_t columns) {
   if (t.dim() != 2 || t.size(0) != rows || t.size(1) != columns) t.resize_({rows, columns});
   return t;
 }
+
+float* Data(torch::Tensor& t) { return t.data_ptr<float>(); }
+const float* Data(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
 void ActivateInPlace(torch::Tensor& t, Activation a) {
   switch (a) {
@@ -109,6 +113,7 @@ std::unique_ptr<DenseGraph> DenseGraph::Create(KerasModel& model, const keras::L
     return nullptr;
   };
   if (!model.device().is_cpu()) return refuse("the model is not on the CPU");
+  if (SgemmLibrary() == GemmLibrary::kNone) return refuse("neither oneDNN nor a CBLAS is loaded");
   const keras::ModelIr& ir = model.ir();
   const int count = static_cast<int>(ir.nodes.size());
   std::unique_ptr<DenseGraph> g(new DenseGraph());
@@ -240,12 +245,11 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
         break;
       case Kind::kDense: {
         const torch::Tensor& in = outputs_[op.inputs[0]];
-        Shaped(out, n, op.kernel->size(1));
-        if (op.bias != nullptr) {
-          at::addmm_out(out, *op.bias, in, *op.kernel);
-        } else {
-          at::mm_out(out, in, *op.kernel);
-        }
+        const int64_t k = op.kernel->size(0), units = op.kernel->size(1);
+        Shaped(out, n, units);
+        if (op.bias != nullptr) out.copy_(op.bias->expand({n, units}));
+        Sgemm(false, false, n, units, k, Data(in), k, Data(*op.kernel), units,
+              op.bias != nullptr ? 1.0f : 0.0f, Data(out), units);
         ActivateInPlace(out, op.activation);
         break;
       }
@@ -318,9 +322,11 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
       case Kind::kDense: {
         ActivationBackwardInPlace(g, outputs_[i], op.activation);
         const int in = op.inputs[0];
+        const int64_t n = g.size(0), k = op.kernel->size(0), units = op.kernel->size(1);
         if (op.kernel_flat >= 0) {
-          torch::Tensor kernel_grad = op.kernel->grad();
-          at::mm_out(kernel_grad, outputs_[in].t(), g);
+          torch::Tensor kernel_grad = op.kernel->grad();  // kernel_grad = in^T g
+          Sgemm(true, false, k, units, n, Data(outputs_[in]), k, Data(g), units, 0.0f,
+                Data(kernel_grad), units);
           ready(op.kernel_flat);
         }
         if (op.bias_flat >= 0) {
@@ -329,12 +335,12 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
           ready(op.bias_flat);
         }
         if (!ops_[in].needs_grad) break;
-        if (grad_set_[in]) {
-          grads_[in].addmm_(g, op.kernel->t());
-        } else {
-          at::mm_out(Shaped(grads_[in], g.size(0), op.kernel->size(0)), g, op.kernel->t());
-          grad_set_[in] = true;
-        }
+        // The input's gradient, g kernel^T, added to what its other consumers gave.
+        const float beta = grad_set_[in] ? 1.0f : 0.0f;
+        if (!grad_set_[in]) Shaped(grads_[in], n, k);
+        grad_set_[in] = true;
+        Sgemm(false, true, n, k, units, Data(g), units, Data(*op.kernel), units, beta,
+              Data(grads_[in]), k);
         break;
       }
       case Kind::kActivation:

@@ -3,8 +3,9 @@
 // DenseGraph: the training step of a model made only of Dense layers and what sits
 // between them element by element (Add, ReLU, Activation, Flatten and Dropout(0) of
 // vectors), written out by hand instead of recorded by autograd:
-//   - forward: each Dense is one GEMM into a buffer kept from step to step, the bias
-//     added by the GEMM itself (addmm), the activation applied in place;
+//   - forward: each Dense is one GEMM (gemm.h: oneDNN's, faster here than the OpenBLAS
+//     behind LibTorch's own products) into a buffer kept from step to step, onto the
+//     bias, the activation applied in place;
 //   - loss: the loss and its gradient with respect to the logits in one pass
 //     (cpu_kernels.h): softmax cross-entropy (sparse, or categorical with label
 //     smoothing) on a softmax output or from logits, and mean squared error on a linear
@@ -18,7 +19,8 @@
 //
 // Results equal autograd's up to float rounding (tests/worker/trainer/dense_graph_test.cc,
 // and trainer_keras_test's comparisons with Keras' own fit, which run through here).
-// CPU and float32 only. Not thread-safe: one thread trains one model.
+// CPU and float32 only; the products run on the threads gemm.h says. Not thread-safe:
+// one thread trains one model.
 
 #include <functional>
 #include <memory>

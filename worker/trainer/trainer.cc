@@ -25,6 +25,7 @@
 #include "worker/trainer/dense_graph.h"
 #include "worker/trainer/events.h"
 #include "worker/trainer/flat_parameters.h"
+#include "worker/trainer/gemm.h"
 #include "worker/trainer/gradient_reducer.h"
 #include "worker/trainer/keras_file.h"
 #include "worker/trainer/keras_model.h"
@@ -154,7 +155,6 @@ absl::Status Run::Setup() {
            n.layer_class() == keras::LayerClass::kConv2D;
   });
   threads_ = o_.threads > 0 ? o_.threads : DefaultCpuThreads(o_.world);
-  SetCpuThreads(threads_, convolutions);
   absl::StatusOr<keras::CompileConfig> compile = job::ResolveCompile(file_.ir.compile, spec.compile);
   if (!compile.ok()) return compile.status();
   compile_ = std::move(*compile);
@@ -183,6 +183,8 @@ absl::Status Run::Setup() {
   std::string autograd_because = "--autograd";
   if (!o_.autograd) dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, &autograd_because);
   if (!dense_) spdlog::debug("training step through autograd: {}", autograd_because);
+  // The rank's threads go where its heavy work runs (cpu_threads.h).
+  SetCpuThreads(threads_, convolutions || (dense_ && SgemmLibrary() == GemmLibrary::kOneDnn));
   return absl::OkStatus();
 }
 
