@@ -564,6 +564,7 @@ absl::Status Run::Execute() {
 
 absl::Status Train(const TrainOptions& options) {
   TuneAllocator();
+  CacheLargeCpuBlocks();
   FlushDenormalsToZero();
   Run run(options);
   absl::Status status;
