@@ -23,17 +23,27 @@ class LargeBlockCache final : public c10::Allocator {
 
   c10::DataPtr allocate(size_t n) const override {
     if (n < kLargeBlock) return fallback_->allocate(n);
-    const size_t size = (n + kRounding - 1) / kRounding * kRounding;
+    size_t size = (n + kRounding - 1) / kRounding * kRounding;
     c10::DataPtr memory;
+    std::map<size_t, std::vector<c10::DataPtr>> unfit;
     {
+      // The smallest kept block that fits, unless it is twice the size. When none does,
+      // every kept block goes back before a fresh one is mapped: a kept block that sits
+      // idle meanwhile would add to the peak.
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = free_.find(size);
-      if (it != free_.end() && !it->second.empty()) {
+      auto it = free_.lower_bound(size);
+      if (it != free_.end() && it->first <= 2 * size) {
+        size = it->first;
         memory = std::move(it->second.back());
         it->second.pop_back();
+        if (it->second.empty()) free_.erase(it);
         cached_ -= size;
+      } else {
+        unfit.swap(free_);
+        cached_ = 0;
       }
     }
+    unfit.clear();  // outside the lock
     if (!memory) memory = fallback_->allocate(size);
     void* data = memory.get();
     {

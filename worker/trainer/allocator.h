@@ -12,8 +12,9 @@
 // per step, and spent 0.17 s in the kernel per second of arithmetic. So
 // CacheLargeCpuBlocks installs LibTorch's CPU allocator for the process: blocks of 32 MiB
 // and more (rounded up to 2 MiB) are kept when freed, up to kLargeBlockCacheBytes in
-// all, and handed to the next allocation of the same rounded size; smaller ones go to
-// LibTorch's default allocator as before. Call once, before training allocates.
+// all, and handed to the next allocation they fit (the smallest, if at most twice its
+// size); an allocation that none fits frees them all first, so the peak stays what it
+// was. Smaller blocks go to LibTorch's default allocator as before. Call once, before training allocates.
 
 #include <cstddef>
 
