@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -75,24 +76,22 @@ LargeBlockCache* const g_cache = new LargeBlockCache(c10::GetDefaultCPUAllocator
 
 void LargeBlockCache::Release(void* data) {
   LargeBlockCache& cache = *g_cache;
-  c10::DataPtr memory;  // freed (by the fallback) on leaving, outside the lock
+  std::optional<Block> block;
   {
     std::lock_guard<std::mutex> lock(cache.mu_);
     auto it = cache.in_use_.find(data);
-    if (it == cache.in_use_.end()) {
-      // A small block: the fallback's own (its raw deleter frees it).
-      cache.fallback_->raw_deleter()(data);
-      return;
-    }
-    Block block = std::move(it->second);
-    cache.in_use_.erase(it);
-    if (cache.cached_ + block.size <= kLargeBlockCacheBytes) {
-      cache.cached_ += block.size;
-      cache.free_[block.size].push_back(std::move(block.memory));
-    } else {
-      memory = std::move(block.memory);
+    if (it != cache.in_use_.end()) {
+      block = std::move(it->second);
+      cache.in_use_.erase(it);
+      if (cache.cached_ + block->size <= kLargeBlockCacheBytes) {
+        cache.cached_ += block->size;
+        cache.free_[block->size].push_back(std::move(block->memory));
+      }
     }
   }
+  // Outside the lock: a small block is the fallback's own (its raw deleter frees it); a
+  // large one not kept goes back to the fallback as `block` is destroyed.
+  if (!block) cache.fallback_->raw_deleter()(data);
 }
 
 }  // namespace

@@ -65,11 +65,10 @@ double SoftmaxCrossEntropy(const float* logits, int64_t rows, int64_t columns,
       const int64_t label = labels[r];
       if (label < 0 || label >= columns) {
         total += std::nan("");
-        for (int64_t c = 0; c < columns; ++c) g[c] *= scale;
-        continue;
+      } else {
+        total -= static_cast<double>(z[label] - top - log_sum);
+        g[label] -= 1.0f;
       }
-      total -= static_cast<double>(z[label] - top - log_sum);
-      g[label] -= 1.0f;
       for (int64_t c = 0; c < columns; ++c) g[c] *= scale;
       continue;
     }

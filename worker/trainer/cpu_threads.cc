@@ -9,10 +9,9 @@
 
 namespace cohort::trainer {
 
-int DefaultCpuThreads(int local_ranks) {
-  int cores = static_cast<int>(std::thread::hardware_concurrency());
-  return std::max(1, cores / std::max(1, local_ranks));
-}
+int CpuCores() { return static_cast<int>(std::thread::hardware_concurrency()); }
+
+int DefaultCpuThreads(int local_ranks) { return std::max(1, CpuCores() / std::max(1, local_ranks)); }
 
 void FlushDenormalsToZero() { at::globalContext().setFlushDenormal(true); }
 

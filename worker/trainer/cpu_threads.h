@@ -25,6 +25,9 @@
 
 namespace cohort::trainer {
 
+// The cores of this machine.
+int CpuCores();
+
 // The cores of this machine divided among `local_ranks` ranks (at least 1).
 int DefaultCpuThreads(int local_ranks);
 

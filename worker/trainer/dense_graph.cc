@@ -232,14 +232,13 @@ DenseGraph::~DenseGraph() = default;
 DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::Tensor& y,
                                            double scale) {
   torch::NoGradGuard no_grad;
-  input_ = x.contiguous();
-  const int64_t n = input_.size(0);
+  const int64_t n = x.size(0);
   for (size_t i = 0; i < ops_.size(); ++i) {
     Op& op = ops_[i];
     torch::Tensor& out = outputs_[i];
     switch (op.kind) {
       case Kind::kInput:
-        out = input_;
+        out = x.contiguous();  // kept until the backward reads it
         break;
       case Kind::kAlias:
         break;
@@ -272,29 +271,24 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
   const torch::Tensor& z = outputs_[logits_node_];
   const int64_t classes = z.size(1);
   grad_set_.assign(ops_.size(), false);
-  float* gradient = Shaped(grads_[logits_node_], n, classes).data_ptr<float>();
+  float* gradient = Data(Shaped(grads_[logits_node_], n, classes));
   grad_set_[logits_node_] = true;
+  float* probabilities = softmax_ ? Data(Shaped(probabilities_, n, classes)) : nullptr;
   const float s = static_cast<float>(scale);
   Forward result;
   if (loss_.kind == LossKind::kSparseCategoricalCrossentropy) {
     labels_.resize_({n});
     labels_.copy_(y.reshape({n}));
-    float* probabilities = nullptr;
-    if (softmax_) probabilities = Shaped(probabilities_, n, classes).data_ptr<float>();
-    result.loss_sum = SoftmaxCrossEntropy(z.data_ptr<float>(), n, classes, labels_.data_ptr<int64_t>(),
-                                          nullptr, 0.0f, s, probabilities, gradient);
+    result.loss_sum = SoftmaxCrossEntropy(Data(z), n, classes, labels_.data_ptr<int64_t>(), nullptr,
+                                          0.0f, s, probabilities, gradient);
   } else {
     Shaped(targets_, n, classes).copy_(y.reshape({n, classes}));
-    if (loss_.kind == LossKind::kMeanSquaredError) {
-      result.loss_sum = SquaredError(z.data_ptr<float>(), targets_.data_ptr<float>(), n, classes, s, gradient);
-    } else {
-      float* probabilities = nullptr;
-      if (softmax_) probabilities = Shaped(probabilities_, n, classes).data_ptr<float>();
-      result.loss_sum = SoftmaxCrossEntropy(z.data_ptr<float>(), n, classes, nullptr,
-                                            targets_.data_ptr<float>(),
-                                            static_cast<float>(loss_.label_smoothing), s,
-                                            probabilities, gradient);
-    }
+    result.loss_sum =
+        loss_.kind == LossKind::kMeanSquaredError
+            ? SquaredError(Data(z), Data(targets_), n, classes, s, gradient)
+            : SoftmaxCrossEntropy(Data(z), n, classes, nullptr, Data(targets_),
+                                  static_cast<float>(loss_.label_smoothing), s, probabilities,
+                                  gradient);
   }
   result.prediction = softmax_ ? probabilities_ : z;
   return result;

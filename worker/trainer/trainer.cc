@@ -310,8 +310,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   // that share memory are on this machine; others are taken to be a machine each.
   const int local_ranks =
       collective_ && collective_->transport() == "shared memory" ? o_.world : 1;
-  const bool spare_core =
-      threads_ * local_ranks < static_cast<int>(std::thread::hardware_concurrency());
+  const bool spare_core = threads_ * local_ranks < CpuCores();
   BatchPrefetcher batches(*data_, plan, device_, check, spare_core);
   for (int64_t step = 0; step < plan.steps(); ++step) {
     absl::Time step_start = absl::Now();
