@@ -43,6 +43,37 @@ void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std:
   }
 }
 
+COHORT_CPU_CLONES
+void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns, bool relu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict v = values + r * columns;
+    if (bias != nullptr) {
+      const float* __restrict b = bias;
+      for (int64_t c = 0; c < columns; ++c) v[c] += b[c];
+    }
+    if (relu) {
+      for (int64_t c = 0; c < columns; ++c) v[c] = v[c] < 0.0f ? 0.0f : v[c];
+    }
+  }
+}
+
+COHORT_CPU_CLONES
+void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
+                            float* column_sums) {
+  if (column_sums != nullptr) std::fill(column_sums, column_sums + columns, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict g = gradient + r * columns;
+    if (output != nullptr) {
+      const float* __restrict y = output + r * columns;
+      for (int64_t c = 0; c < columns; ++c) g[c] = y[c] <= 0.0f ? 0.0f : g[c];
+    }
+    if (column_sums != nullptr) {
+      float* __restrict s = column_sums;
+      for (int64_t c = 0; c < columns; ++c) s[c] += g[c];
+    }
+  }
+}
+
 double SoftmaxCrossEntropy(const float* logits, int64_t rows, int64_t columns,
                            const int64_t* labels, const float* targets, float label_smoothing,
                            float scale, float* probabilities, float* gradient) {

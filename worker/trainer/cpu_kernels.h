@@ -32,6 +32,17 @@ struct AdamCoefficients {
 void AdamUpdate(std::span<float> variable, std::span<const float> gradient,
                 std::span<float> m, std::span<float> v, const AdamCoefficients& c);
 
+// A Dense layer's elementwise work, in one pass over a row-major rows x columns block:
+// values += bias (one value per column; none when null), then the rectifier max(v, 0)
+// when `relu` (NaN stays NaN, as LibTorch's clamp_min).
+void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns, bool relu);
+
+// Its backward, in one pass: gradient = 0 where output <= 0 when `output` is not null
+// (the rectifier's derivative from its output, as LibTorch's threshold_backward), then
+// column_sums = the gradient summed over rows (the bias' gradient) when not null.
+void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
+                            float* column_sums);
+
 // The loss of a batch and its gradient with respect to the model's last values, in one
 // pass over `rows` rows of `columns` values (DenseGraph's loss; losses.h has the
 // LibTorch form of the same formulas). Each returns the sum of the rows' losses, in

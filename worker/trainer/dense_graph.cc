@@ -42,9 +42,11 @@ torch::Tensor& Shaped(torch::Tensor& t, int64_t rows, int64_t columns) {
 float* Data(torch::Tensor& t) { return t.data_ptr<float>(); }
 const float* Data(const torch::Tensor& t) { return t.data_ptr<float>(); }
 
+// The rectifier and the bias go through cpu_kernels' loops: a LibTorch op per layer
+// cost more in dispatch than these small blocks take to compute.
 void ActivateInPlace(torch::Tensor& t, Activation a) {
   switch (a) {
-    case Activation::kRelu: t.clamp_min_(0); break;
+    case Activation::kRelu: AddBiasRelu(Data(t), nullptr, t.size(0), t.size(1), true); break;
     case Activation::kTanh: t.tanh_(); break;
     case Activation::kSigmoid: t.sigmoid_(); break;
     default: break;
@@ -54,7 +56,9 @@ void ActivateInPlace(torch::Tensor& t, Activation a) {
 // g *= the activation's derivative, from the activation's output y.
 void ActivationBackwardInPlace(torch::Tensor& g, const torch::Tensor& y, Activation a) {
   switch (a) {
-    case Activation::kRelu: at::threshold_backward_out(g, g, y, 0); break;
+    case Activation::kRelu:
+      ReluBackwardColumnSums(Data(g), Data(y), g.size(0), g.size(1), nullptr);
+      break;
     case Activation::kTanh: at::tanh_backward_out(g, g, y); break;
     case Activation::kSigmoid: at::sigmoid_backward_out(g, g, y); break;
     default: break;
@@ -246,10 +250,11 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
         const torch::Tensor& in = outputs_[op.inputs[0]];
         const int64_t k = op.kernel->size(0), units = op.kernel->size(1);
         Shaped(out, n, units);
-        if (op.bias != nullptr) out.copy_(op.bias->expand({n, units}));
-        Sgemm(false, false, n, units, k, Data(in), k, Data(*op.kernel), units,
-              op.bias != nullptr ? 1.0f : 0.0f, Data(out), units);
-        ActivateInPlace(out, op.activation);
+        Sgemm(false, false, n, units, k, Data(in), k, Data(*op.kernel), units, 0.0f, Data(out),
+              units);
+        const bool relu = op.activation == Activation::kRelu;
+        AddBiasRelu(Data(out), op.bias != nullptr ? Data(*op.bias) : nullptr, n, units, relu);
+        if (!relu) ActivateInPlace(out, op.activation);
         break;
       }
       case Kind::kActivation: {
@@ -314,20 +319,21 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
       case Kind::kAlias:
         break;
       case Kind::kDense: {
-        ActivationBackwardInPlace(g, outputs_[i], op.activation);
         const int in = op.inputs[0];
         const int64_t n = g.size(0), k = op.kernel->size(0), units = op.kernel->size(1);
+        // The activation's derivative, and the bias' gradient in the same pass.
+        const bool relu = op.activation == Activation::kRelu;
+        if (!relu) ActivationBackwardInPlace(g, outputs_[i], op.activation);
+        torch::Tensor bias_grad = op.bias_flat >= 0 ? op.bias->grad() : torch::Tensor();
+        ReluBackwardColumnSums(Data(g), relu ? Data(outputs_[i]) : nullptr, n, units,
+                               bias_grad.defined() ? Data(bias_grad) : nullptr);
         if (op.kernel_flat >= 0) {
           torch::Tensor kernel_grad = op.kernel->grad();  // kernel_grad = in^T g
           Sgemm(true, false, k, units, n, Data(outputs_[in]), k, Data(g), units, 0.0f,
                 Data(kernel_grad), units);
           ready(op.kernel_flat);
         }
-        if (op.bias_flat >= 0) {
-          torch::Tensor bias_grad = op.bias->grad();
-          at::sum_out(bias_grad, g, {0});
-          ready(op.bias_flat);
-        }
+        if (bias_grad.defined()) ready(op.bias_flat);
         if (!ops_[in].needs_grad) break;
         // The input's gradient, g kernel^T, added to what its other consumers gave.
         const float beta = grad_set_[in] ? 1.0f : 0.0f;
