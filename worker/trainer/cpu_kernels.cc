@@ -1,11 +1,14 @@
 #include "worker/trainer/cpu_kernels.h"
 
-#include <cmath>
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstddef>
 
-// Compiled with -O3 -fno-math-errno -ffp-contract=off (CMakeLists.txt): the loops
-// vectorize (sqrt included) and no multiply-add is fused.
+#include <omp.h>
+
+// Compiled with -O3 -fno-math-errno -ffp-contract=off -fopenmp (CMakeLists.txt): the
+// loops vectorize (sqrt included) and no multiply-add is fused.
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 #define COHORT_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -14,26 +17,46 @@
 
 namespace cohort::trainer {
 
+namespace {
+
+// Elementwise passes over the flat buffers are split across the calling thread's
+// OpenMP threads (a rank's compute threads: SetCpuThreads), in slices of whole cache
+// lines. Each element is computed alone, so the split changes no bit. Below this many
+// elements a slice is not worth a thread's start.
+constexpr size_t kParallelMinElements = size_t{1} << 15;
+
+template <typename SliceFn>
+void ForEachSlice(size_t n, SliceFn&& slice) {
+  const int threads = n >= 2 * kParallelMinElements && !omp_in_parallel() ? omp_get_max_threads() : 1;
+  if (threads <= 1) {
+    slice(size_t{0}, n);
+    return;
+  }
+  constexpr size_t kLine = 64 / sizeof(float);
+  const size_t per = ((n + threads - 1) / threads + kLine - 1) / kLine * kLine;
+#pragma omp parallel num_threads(threads)
+  {
+    const size_t begin = std::min(n, per * static_cast<size_t>(omp_get_thread_num()));
+    const size_t end = std::min(n, begin + per);
+    if (begin < end) slice(begin, end);
+  }
+}
+
 COHORT_CPU_CLONES
-bool AllFinite(std::span<const float> values) {
+bool SliceFinite(const float* __restrict x, size_t n) {
   // x - x is 0 for a finite x and NaN otherwise, and NaN equals nothing: a loop without
   // branches, which vectorizes.
-  const float* __restrict x = values.data();
   int bad = 0;
-  for (size_t i = 0; i < values.size(); ++i) bad |= !(x[i] - x[i] == 0.0f);
+  for (size_t i = 0; i < n; ++i) bad |= !(x[i] - x[i] == 0.0f);
   return bad == 0;
 }
 
 COHORT_CPU_CLONES
-void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std::span<float> m,
-                std::span<float> v, const AdamCoefficients& c) {
-  float* __restrict var = variable.data();
-  const float* __restrict g = gradient.data();
-  float* __restrict mp = m.data();
-  float* __restrict vp = v.data();
+void AdamSlice(float* __restrict var, const float* __restrict g, float* __restrict mp,
+               float* __restrict vp, size_t n, const AdamCoefficients& c) {
   const float b1 = c.one_minus_beta_1, b2 = c.one_minus_beta_2, alpha = c.alpha,
               eps = c.epsilon;
-  for (size_t i = 0; i < variable.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const float gi = g[i];
     const float mi = mp[i] + (gi - mp[i]) * b1;
     const float vi = vp[i] + (gi * gi - vp[i]) * b2;
@@ -41,6 +64,24 @@ void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std:
     vp[i] = vi;
     var[i] -= (mi * alpha) / (std::sqrt(vi) + eps);
   }
+}
+
+}  // namespace
+
+bool AllFinite(std::span<const float> values) {
+  std::atomic<bool> finite{true};
+  ForEachSlice(values.size(), [&](size_t begin, size_t end) {
+    if (!SliceFinite(values.data() + begin, end - begin)) finite.store(false);
+  });
+  return finite.load();
+}
+
+void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std::span<float> m,
+                std::span<float> v, const AdamCoefficients& c) {
+  ForEachSlice(variable.size(), [&](size_t begin, size_t end) {
+    AdamSlice(variable.data() + begin, gradient.data() + begin, m.data() + begin,
+              v.data() + begin, end - begin, c);
+  });
 }
 
 COHORT_CPU_CLONES

@@ -9,6 +9,11 @@
 // AVX-512, AVX2 and baseline x86-64 and picked at run time (GCC's target_clones), with
 // IEEE arithmetic in the written order (no fused multiply-adds, no fast-math), so every
 // machine of one kind computes the same bits. Torch-free.
+//
+// AllFinite and AdamUpdate split long buffers across the calling thread's OpenMP
+// threads (the rank's compute threads), which otherwise wait between matrix products:
+// mlp batch 128 on 2 threads, Adam 125 -> 52 us, and the step 137k -> 166k samples/s.
+// Every element is computed alone, so the split changes no bit.
 
 #include <cstdint>
 #include <span>
