@@ -265,7 +265,8 @@ def Report(args, machine, training, all_reduce, notes):
         f"batches {', '.join(map(str, args.batches))}; synthetic data of MNIST's shape, in "
         "memory (peers) or in .npy files (Cohort).",
         f"- Settings: 1 rank x {args.threads} threads, 1 rank x 1 thread, "
-        f"{args.ranks} ranks x 1 thread. In each, the kernel floor runs first, then the "
+        f"{args.ranks} ranks x 1 thread, each confined to as many CPUs as it has threads "
+        "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then the "
         "others in an order that rotates from setting to setting, each for about "
         f"{args.seconds:g} s measured after a warm-up.",
         "- Kernel floor: bench/kernel_floor.cc, the model's forward and backward matrix "

@@ -1,6 +1,7 @@
 #include "worker/trainer/cpu_threads.h"
 
 #include <dlfcn.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <thread>
@@ -9,7 +10,11 @@
 
 namespace cohort::trainer {
 
-int CpuCores() { return static_cast<int>(std::thread::hardware_concurrency()); }
+int CpuCores() {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) return std::max(1, CPU_COUNT(&allowed));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 int DefaultCpuThreads(int local_ranks) { return std::max(1, CpuCores() / std::max(1, local_ranks)); }
 

@@ -25,7 +25,8 @@
 
 namespace cohort::trainer {
 
-// The cores of this machine.
+// The cores this process may run on: its CPU affinity (taskset, a container's cpuset),
+// which on a shared node is fewer than the machine's.
 int CpuCores();
 
 // The cores of this machine divided among `local_ranks` ranks (at least 1).
