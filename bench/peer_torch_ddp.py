@@ -29,8 +29,8 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from peer_torch_eager import (AddCommonArguments, Allocator, BuildModel, IntraOpThreads,
-                              StepsFor, SyntheticBatches, Train, Window)
+from peer_torch_eager import (AddCommonArguments, Allocator, BuildModel, DataRows,
+                              IntraOpThreads, StepsFor, SyntheticBatches, Train, Window)
 
 RANK_TIMEOUT_S = 600
 
@@ -49,7 +49,8 @@ def RunRank(args):
     torch.manual_seed(args.seed)  # DDP broadcasts rank 0's parameters anyway
     model = DistributedDataParallel(BuildModel(args.model))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    batches = SyntheticBatches(args.model, args.batch // world, args.seed + rank)
+    batches = SyntheticBatches(args.model, args.batch // world, args.seed + rank,
+                               DataRows(args) // world)
 
     window = Window()
     window.Start()

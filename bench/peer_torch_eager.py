@@ -33,7 +33,6 @@ from torch import nn
 
 IMAGE_SHAPE = (1, 28, 28)  # NCHW: the memory layout does not matter for a speed peer
 CLASSES = 10
-POOL_BATCHES = 8  # distinct synthetic batches, cycled
 
 
 class ResidualBlock(nn.Module):
@@ -70,12 +69,13 @@ def BuildModel(name):
     raise ValueError(f"unknown model {name!r}")
 
 
-def SyntheticBatches(model_name, batch, seed):
+def SyntheticBatches(model_name, batch, seed, rows):
+    """Distinct batches holding `rows` rows in all (at least one batch), cycled."""
     generator = torch.Generator().manual_seed(seed)
     shape = (batch, *IMAGE_SHAPE) if model_name == "cnn" else (batch, 784)
     return [(torch.rand(shape, generator=generator),
              torch.randint(0, CLASSES, (batch,), generator=generator))
-            for _ in range(POOL_BATCHES)]
+            for _ in range(max(1, rows // batch))]
 
 
 def Train(model, optimizer, batches, steps, first_step=0):
@@ -125,6 +125,10 @@ def StepsFor(seconds, warmup_seconds, warmup_steps):
     return max(10, int(seconds * warmup_steps / max(warmup_seconds, 1e-9)))
 
 
+def DataRows(args):
+    return args.data_rows or 8 * args.batch
+
+
 def AddCommonArguments(parser):
     parser.add_argument("--model", choices=MODELS, required=True)
     parser.add_argument("--batch", type=int, default=128)
@@ -134,6 +138,11 @@ def AddCommonArguments(parser):
     length.add_argument("--seconds", type=float,
                         help="measure about this long (steps chosen from the warm-up)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data-rows", type=int,
+                        help="rows of synthetic data held in memory (all ranks together), "
+                             "cycled in batches; default 8 batches. bench/run passes the "
+                             "rows of Cohort's data file, so peak memory compares the same "
+                             "data")
     parser.add_argument("--tuned", action="store_true",
                         help="flush denormals to zero and compute on one thread pool, as "
                              "Cohort does (see IntraOpThreads)")
@@ -162,7 +171,7 @@ def main(argv):
     torch.manual_seed(args.seed)
     model = BuildModel(args.model)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
-    batches = SyntheticBatches(args.model, args.batch, args.seed)
+    batches = SyntheticBatches(args.model, args.batch, args.seed, DataRows(args))
 
     warmup_start = time.perf_counter()
     Train(model, optimizer, batches, args.warmup)

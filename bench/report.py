@@ -263,7 +263,8 @@ def Report(args, machine, training, all_reduce, notes):
         "blocks (Dense 256 relu, Dense 256, Add, ReLU), Dense 10 "
         "(examples/mnist_residual.keras). Adam lr 1e-3, softmax cross-entropy, global "
         f"batches {', '.join(map(str, args.batches))}; synthetic data of MNIST's shape, in "
-        "memory (peers) or in .npy files (Cohort).",
+        "memory (peers) or in .npy files (Cohort), the same number of rows (24 MiB, 16 "
+        "batches at least) for Cohort and the PyTorch peers.",
         f"- Settings: 1 rank x {args.threads} threads, 1 rank x 1 thread, "
         f"{args.ranks} ranks x 1 thread, each confined to as many CPUs as it has threads "
         "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then the "

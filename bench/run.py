@@ -235,11 +235,18 @@ def WriteSyntheticData(directory, model, rows):
     return x_path, y_path
 
 
-def CohortShape(model, batch, expected_speed, seconds):
-    """(rows, epochs): data small enough to keep its pages out of the picture, and
-    enough epochs after the warm-up one for about `seconds` of training."""
+def DataRows(model, batch):
+    """The rows of synthetic data each system trains on: Cohort's .npy file, the PyTorch
+    peers' batches in memory (the same bytes, so that peak memory compares like with
+    like). Small enough to keep its pages out of the picture; 16 steps at least."""
     rows = COHORT_DATA_BYTES // (4 * RowValues(model))
-    rows = max(16 * batch, rows // batch * batch)
+    return max(16 * batch, rows // batch * batch)
+
+
+def CohortShape(model, batch, expected_speed, seconds):
+    """(rows, epochs): DataRows, and enough epochs after the warm-up one for about
+    `seconds` of training."""
+    rows = DataRows(model, batch)
     measured = max(1, round(expected_speed * seconds / rows))
     return rows, min(COHORT_MAX_EPOCHS, 1 + measured)
 
@@ -339,17 +346,18 @@ def Systems(args, ranks, threads):
 def RunOne(args, system, allocator, model, batch, ranks, threads, group):
     common = ["--model", model, "--batch", str(batch), "--seconds", str(args.seconds),
               "--threads", str(threads)]
+    data = ["--data-rows", str(DataRows(model, batch))]
     timeout_s = 10 * args.seconds + 180
     if system == "floor":
         return RunFloor(args, model, batch, ranks, threads)
     tuned = ["--tuned"] if Tuned(allocator) else []
     if system == "eager":
         return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_eager.py")] + common +
-                       tuned, PeerEnvironment(allocator, threads, model), timeout_s)
+                       data + tuned, PeerEnvironment(allocator, threads, model), timeout_s)
     if system == "ddp":
         return RunPeer([args.python, os.path.join(BENCH_DIR, "peer_torch_ddp.py")] + common +
-                       ["--ranks", str(ranks)] + tuned, PeerEnvironment(allocator, threads, model),
-                       timeout_s)
+                       data + ["--ranks", str(ranks)] + tuned,
+                       PeerEnvironment(allocator, threads, model), timeout_s)
     if system.startswith("keras_"):
         return RunPeer([args.keras_python, os.path.join(BENCH_DIR, "peer_keras.py"),
                         "--backend", system[len("keras_"):]] + common,
