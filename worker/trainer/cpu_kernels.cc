@@ -115,6 +115,28 @@ void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, 
   }
 }
 
+namespace {
+
+int64_t Argmax(const float* v, int64_t n) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < n && !std::isnan(v[best]); ++c) {
+    if (v[c] > v[best] || std::isnan(v[c])) best = c;
+  }
+  return best;
+}
+
+}  // namespace
+
+int64_t ArgmaxMatches(const float* values, int64_t rows, int64_t columns, const int64_t* labels,
+                      const float* targets) {
+  int64_t matches = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t want = labels != nullptr ? labels[r] : Argmax(targets + r * columns, columns);
+    matches += Argmax(values + r * columns, columns) == want;
+  }
+  return matches;
+}
+
 double SoftmaxCrossEntropy(const float* logits, int64_t rows, int64_t columns,
                            const int64_t* labels, const float* targets, float label_smoothing,
                            float scale, float* probabilities, float* gradient) {

@@ -48,6 +48,13 @@ void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns
 void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
                             float* column_sums);
 
+// The rows of a row-major rows x columns block whose largest value is at the column
+// `labels` names (sparse categorical accuracy), or, when `labels` is null, at the
+// column where the same row of `targets` has its largest (categorical accuracy). The
+// largest is LibTorch's argmax: the first of equal values, and a NaN above any number.
+int64_t ArgmaxMatches(const float* values, int64_t rows, int64_t columns, const int64_t* labels,
+                      const float* targets);
+
 // The loss of a batch and its gradient with respect to the model's last values, in one
 // pass over `rows` rows of `columns` values (DenseGraph's loss; losses.h has the
 // LibTorch form of the same formulas). Each returns the sum of the rows' losses, in

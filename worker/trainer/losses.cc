@@ -1,5 +1,7 @@
 #include "worker/trainer/losses.h"
 
+#include "worker/trainer/cpu_kernels.h"
+
 namespace cohort::trainer {
 namespace {
 
@@ -95,6 +97,30 @@ torch::Tensor MetricValues(const keras::MetricConfig& metric, const torch::Tenso
       break;  // resolved against the shapes before training (keras::ResolveMetric)
   }
   return torch::zeros({pred.size(0)}, pred.options());
+}
+
+MetricTotal MetricSum(const keras::MetricConfig& metric, const torch::Tensor& pred,
+                      const torch::Tensor& y) {
+  auto plain = [](const torch::Tensor& t, torch::ScalarType type) {
+    return t.device().is_cpu() && t.scalar_type() == type && t.is_contiguous();
+  };
+  if (pred.dim() == 2 && plain(pred, torch::kFloat32)) {
+    const int64_t rows = pred.size(0), columns = pred.size(1);
+    if (metric.kind == MetricKind::kSparseCategoricalAccuracy && plain(y, torch::kLong) &&
+        y.numel() == rows && (y.dim() == 1 || (y.dim() == 2 && y.size(1) == 1))) {
+      return {static_cast<double>(ArgmaxMatches(pred.data_ptr<float>(), rows, columns,
+                                                y.data_ptr<int64_t>(), nullptr)),
+              rows};
+    }
+    if (metric.kind == MetricKind::kCategoricalAccuracy && plain(y, torch::kFloat32) &&
+        y.sizes() == pred.sizes()) {
+      return {static_cast<double>(ArgmaxMatches(pred.data_ptr<float>(), rows, columns, nullptr,
+                                                y.data_ptr<float>())),
+              rows};
+    }
+  }
+  torch::Tensor values = MetricValues(metric, pred, y);
+  return {values.sum().item<double>(), values.numel()};
 }
 
 }  // namespace cohort::trainer

@@ -288,8 +288,8 @@ absl::Status Run::Resume() {
 
 void Run::AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y) {
   for (size_t i = 0; i < metrics_.size(); ++i) {
-    torch::Tensor values = MetricValues(metrics_[i], prediction, y);
-    totals.AddMetric(i, values.sum().item<double>(), values.numel());
+    MetricTotal total = MetricSum(metrics_[i], prediction, y);
+    totals.AddMetric(i, total.sum, total.count);
   }
 }
 

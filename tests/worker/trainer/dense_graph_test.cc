@@ -4,6 +4,7 @@
 
 #include "worker/trainer/dense_graph.h"
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -238,6 +239,40 @@ TEST_CASE("DenseGraph leaves to autograd what it does not cover, and says why", 
   Json dropout = LayerEntry("Dropout", "drop", {{"rate", 0.5}, {"seed", nullptr}, {"noise_shape", nullptr}});
   CHECK_THAT(WhyNot(Parse(Seq({DenseEntry("a", 4), dropout, DenseEntry("b", 4, "softmax")})), sparse),
              Catch::Contains("Dropout 'drop'"));
+}
+
+// The accuracies' loop (MetricSum) against their LibTorch form (MetricValues), with
+// ties and NaN rows, where argmax' rule for them decides.
+TEST_CASE("MetricSum counts the accuracies as MetricValues computes them", "[metrics]") {
+  torch::manual_seed(3);
+  const int64_t rows = 200, classes = 7;
+  // Values in steps of 0.5 over a small range: many rows with equal largest values.
+  torch::Tensor prediction = torch::randint(0, 4, {rows, classes}).to(torch::kFloat32) * 0.5;
+  prediction[5][3] = std::numeric_limits<float>::quiet_NaN();
+  prediction[9][0] = std::numeric_limits<float>::quiet_NaN();
+  prediction[9][4] = std::numeric_limits<float>::quiet_NaN();
+  torch::Tensor labels = torch::randint(0, classes, {rows}, torch::kLong);
+  labels[5] = 3;
+  labels[9] = 0;
+  torch::Tensor one_hot = torch::randint(0, 2, {rows, classes}).to(torch::kFloat32);
+  keras::MetricConfig sparse{.kind = keras::MetricKind::kSparseCategoricalAccuracy};
+  keras::MetricConfig categorical{.kind = keras::MetricKind::kCategoricalAccuracy};
+  auto check = [](const keras::MetricConfig& metric, const torch::Tensor& p,
+                  const torch::Tensor& y) {
+    torch::Tensor values = MetricValues(metric, p, y);
+    MetricTotal total = MetricSum(metric, p, y);
+    CHECK(total.count == values.numel());
+    CHECK(total.sum == values.sum().item<double>());
+    return total.sum;
+  };
+  const double matched = check(sparse, prediction, labels);
+  CHECK(matched > 0);  // the case means something: some rows match, some do not
+  CHECK(matched < rows);
+  check(sparse, prediction, labels.unsqueeze(1));
+  check(sparse, prediction, labels.to(torch::kInt32));  // LibTorch's path
+  check(categorical, prediction, one_hot);
+  check(categorical, prediction, one_hot.to(torch::kFloat64));  // LibTorch's path
+  check(sparse, prediction.t().contiguous().t(), labels);          // not contiguous
 }
 
 }  // namespace
