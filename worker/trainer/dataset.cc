@@ -164,8 +164,8 @@ absl::Status Dataset::Gather(const ArrayPair& arrays, std::span<const int64_t> r
       }
     }
   }
-  *x = xb.to(device);
-  *y = yb.to(device);
+  *x = device.is_cpu() ? std::move(xb) : xb.to(device);
+  *y = device.is_cpu() ? std::move(yb) : yb.to(device);
   return absl::OkStatus();
 }
 

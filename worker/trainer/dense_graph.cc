@@ -282,10 +282,17 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
   const float s = static_cast<float>(scale);
   Forward result;
   if (loss_.kind == LossKind::kSparseCategoricalCrossentropy) {
-    labels_.resize_({n});
-    labels_.copy_(y.reshape({n}));
-    result.loss_sum = SoftmaxCrossEntropy(Data(z), n, classes, labels_.data_ptr<int64_t>(), nullptr,
-                                          0.0f, s, probabilities, gradient);
+    // The batch's own labels when they are int64 already (the data loader's), else a copy.
+    const int64_t* labels = nullptr;
+    if (y.scalar_type() == torch::kLong && y.is_contiguous() && y.numel() == n) {
+      labels = y.data_ptr<int64_t>();
+    } else {
+      labels_.resize_({n});
+      labels_.copy_(y.reshape({n}));
+      labels = labels_.data_ptr<int64_t>();
+    }
+    result.loss_sum = SoftmaxCrossEntropy(Data(z), n, classes, labels, nullptr, 0.0f, s,
+                                          probabilities, gradient);
   } else {
     Shaped(targets_, n, classes).copy_(y.reshape({n, classes}));
     result.loss_sum =
