@@ -61,6 +61,9 @@ void AddSubmitFlags(CLI::App* submit, SubmitOptions& o) {
   submit->add_flag_callback("--no-shuffle", [&f] { f.shuffle = false; }, "do not shuffle")
       ->group("Fit");
   AddOptional(submit, "--seed", &f.seed, "shuffling seed (default 0)")->type_name("N")->group("Fit");
+  AddOptional(submit, "--precision", &f.precision,
+              "float32 (default) or mixed_bfloat16: the layers' products in bfloat16")
+      ->type_name("NAME")->group("Fit");
   // model.compile
   AddOptional(submit, "--optimizer", &f.optimizer, "sgd, adam, adamw, rmsprop, adagrad")
       ->type_name("NAME")->group("Compile (default: the model file's)");

@@ -140,6 +140,14 @@ absl::Status ApplyFit(const SubmitFlags& f, job::FitSpec& fit) {
     fit.seed = seed;
   }
   if (f.shuffle) fit.shuffle = *f.shuffle;
+  if (f.precision) {
+    std::optional<job::Precision> precision = job::PrecisionFromName(*f.precision);
+    if (!precision) {
+      return FlagError("--precision", absl::StrCat("'", *f.precision, "' is not supported; supported: ",
+                                                   job::kSupportedPrecisions));
+    }
+    fit.precision = *precision;
+  }
   return absl::OkStatus();
 }
 

@@ -32,7 +32,7 @@ struct SubmitFlags {
   std::optional<std::string> validation_split;
 
   // model.fit
-  std::optional<std::string> epochs, batch_size, seed;
+  std::optional<std::string> epochs, batch_size, seed, precision;
   std::optional<bool> shuffle;
 
   // model.compile

@@ -196,6 +196,9 @@ v1::JobSpec JobSpecToProto(const job::JobSpec& spec) {
   fit->set_batch_size(spec.fit.batch_size);
   fit->set_shuffle(spec.fit.shuffle);
   fit->set_seed(spec.fit.seed);
+  fit->set_precision(spec.fit.precision == job::Precision::kMixedBfloat16
+                         ? v1::PRECISION_MIXED_BFLOAT16
+                         : v1::PRECISION_FLOAT32);
 
   const job::OptimizerOverrides& o = spec.compile.optimizer;
   v1::OptimizerSpec* optimizer = to.mutable_compile()->mutable_optimizer();
@@ -266,6 +269,17 @@ absl::StatusOr<job::JobSpec> JobSpecFromProto(const v1::JobSpec& spec,
   if (fit.batch_size() != 0) to.fit.batch_size = fit.batch_size();
   if (fit.has_shuffle()) to.fit.shuffle = fit.shuffle();
   to.fit.seed = fit.seed();
+  switch (fit.precision()) {
+    case v1::PRECISION_UNSPECIFIED:
+    case v1::PRECISION_FLOAT32:
+      break;
+    case v1::PRECISION_MIXED_BFLOAT16:
+      to.fit.precision = job::Precision::kMixedBfloat16;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("fit.precision: unknown value ", static_cast<int>(fit.precision())));
+  }
 
   absl::StatusOr<job::CompileOverrides> compile = CompileFromProto(spec.compile());
   if (!compile.ok()) return compile.status();

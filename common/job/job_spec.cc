@@ -126,6 +126,23 @@ absl::Status ValidateData(const DataSpec& data, const FieldLines& lines) {
 
 }  // namespace
 
+absl::string_view PrecisionName(Precision precision) {
+  switch (precision) {
+    case Precision::kFloat32:
+      return "float32";
+    case Precision::kMixedBfloat16:
+      return "mixed_bfloat16";
+  }
+  return "unknown";
+}
+
+std::optional<Precision> PrecisionFromName(absl::string_view name) {
+  for (Precision p : {Precision::kFloat32, Precision::kMixedBfloat16}) {
+    if (name == PrecisionName(p)) return p;
+  }
+  return std::nullopt;
+}
+
 absl::string_view DeviceName(Device device) {
   switch (device) {
     case Device::kCpu:

@@ -53,12 +53,22 @@ struct DataSpec {
   bool operator==(const DataSpec&) const = default;
 };
 
+// What the layers compute in. Keras' dtype policy names: float32, or mixed_bfloat16
+// (variables, optimizer and loss in float32; the layers' products and convolutions in
+// bfloat16 with float32 sums: LibTorch autocast, on CPU and CUDA).
+enum class Precision { kFloat32, kMixedBfloat16 };
+absl::string_view PrecisionName(Precision precision);  // "float32", "mixed_bfloat16"
+// The precision a name names, or nullopt.
+std::optional<Precision> PrecisionFromName(absl::string_view name);
+inline constexpr char kSupportedPrecisions[] = "float32, mixed_bfloat16";
+
 // Keras' fit() defaults.
 struct FitSpec {
   int32_t epochs = 1;
   int64_t batch_size = 32;  // the global batch: all ranks together
   bool shuffle = true;
   uint64_t seed = 0;
+  Precision precision = Precision::kFloat32;
 
   bool operator==(const FitSpec&) const = default;
 };

@@ -140,7 +140,8 @@ class Parser {
   absl::Status ParseFit(const YAML::Node& node, FitSpec& out) {
     COHORT_ASSIGN_OR_RETURN(
         YamlMap map,
-        YamlMap::Read(node, "fit", {"epochs", "batch_size", "shuffle", "seed"}, lines_));
+        YamlMap::Read(node, "fit", {"epochs", "batch_size", "shuffle", "seed", "precision"},
+                      lines_));
     if (std::optional<YAML::Node> n = map.Get("epochs")) {
       COHORT_ASSIGN_OR_RETURN(out.epochs, ReadInteger<int32_t>(*n, "fit.epochs", lines_, kPositive));
     }
@@ -153,6 +154,16 @@ class Parser {
     }
     if (std::optional<YAML::Node> n = map.Get("seed")) {
       COHORT_ASSIGN_OR_RETURN(out.seed, ReadInteger<uint64_t>(*n, "fit.seed", lines_, kNonNegative));
+    }
+    if (std::optional<YAML::Node> n = map.Get("precision")) {
+      COHORT_ASSIGN_OR_RETURN(std::string name, ReadString(*n, "fit.precision", lines_));
+      std::optional<Precision> precision = PrecisionFromName(name);
+      if (!precision) {
+        return FieldError(lines_, "fit.precision",
+                          absl::StrCat("'", name, "' is not supported; supported: ",
+                                       kSupportedPrecisions));
+      }
+      out.precision = *precision;
     }
     return absl::OkStatus();
   }

@@ -43,6 +43,7 @@ std::string JobSpecToYaml(const JobSpec& spec) {
   out << YAML::Key << "batch_size" << YAML::Value << spec.fit.batch_size;
   out << YAML::Key << "shuffle" << YAML::Value << spec.fit.shuffle;
   out << YAML::Key << "seed" << YAML::Value << spec.fit.seed;
+  out << YAML::Key << "precision" << YAML::Value << std::string(PrecisionName(spec.fit.precision));
   out << YAML::EndMap;
 
   if (!IsEmpty(spec.compile)) {

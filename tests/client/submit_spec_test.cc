@@ -140,11 +140,14 @@ TEST_CASE("Flags apply over a JOB.yaml, whose paths stay relative to it", "[clie
   f.name = "digits-2";
   f.validation_x = "vx.npy";
   f.validation_y = "vy.npy";
+  f.precision = "mixed_bfloat16";
   absl::StatusOr<job::JobSpec> spec = ResolveSubmitSpec(f, "/elsewhere");
   REQUIRE(spec.ok());
   CHECK(spec->name == "digits-2");
   CHECK(spec->fit.epochs == 5);
   CHECK(spec->fit.batch_size == 64);
+  CHECK(spec->fit.precision == job::Precision::kMixedBfloat16);
+  CHECK(plain->fit.precision == job::Precision::kFloat32);
   CHECK(spec->resources.workers == 2);
   CHECK(spec->data.validation_split == 0);  // validation data replaces the split
   CHECK(spec->data.validation_x->path == "/elsewhere/vx.npy");
@@ -170,6 +173,8 @@ TEST_CASE("Bad flags are refused with the flag's name", "[client]") {
         "--batch-size: must be an integer >= 1, got '-1'");
   CHECK(with([](SubmitFlags& f) { f.seed = "-3"; }) ==
         "--seed: must be an integer in [0, 2^64), got '-3'");
+  CHECK(with([](SubmitFlags& f) { f.precision = "bf16"; }) ==
+        "--precision: 'bf16' is not supported; supported: float32, mixed_bfloat16");
   CHECK(with([](SubmitFlags& f) { f.validation_split = "1"; }) ==
         "--validation-split: must be in [0, 1), got '1'");
   CHECK(with([](SubmitFlags& f) { f.validation_split = "abc"; }) ==

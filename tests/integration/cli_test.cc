@@ -198,12 +198,16 @@ TEST_CASE("cohort submit --dry-run prints the resolved job, and refusals exit 2 
   CHECK(absl::StrContains(dry.out, "name: \"digits_cnn\""));
   CHECK(absl::StrContains(dry.out, "model: \"" + kModel + "\""));
   CHECK(absl::StrContains(dry.out, "  epochs: 3\n  batch_size: 32\n"));
+  CHECK(absl::StrContains(dry.out, "  precision: float32\n"));
   CHECK(absl::StrContains(dry.out, "loss: {name: sparse_categorical_crossentropy}"));
   CHECK(absl::StrContains(dry.out, "metrics: [accuracy]"));
   CHECK(absl::StrContains(dry.out, "max_restarts: 3"));
   // A flag overrides the file's setting.
   CommandResult sgd = cluster.Cli(SubmitDigits(data, {"--optimizer", "sgd", "--dry-run"}));
   CHECK(absl::StrContains(sgd.out, "name: sgd"));
+  // Through the coordinator's protobuf and back.
+  CommandResult bf16 = cluster.Cli(SubmitDigits(data, {"--precision", "mixed_bfloat16", "--dry-run"}));
+  CHECK(absl::StrContains(bf16.out, "  precision: mixed_bfloat16\n"));
   // Nothing was stored.
   CHECK(absl::StrContains(cluster.Cli({"list"}).out, "(no jobs)"));
 

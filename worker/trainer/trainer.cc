@@ -5,6 +5,7 @@
 #include <fstream>
 #include <thread>
 
+#include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -91,6 +92,39 @@ uint64_t Mix(uint64_t a, uint64_t b) {
   return h ^ (h >> 33);
 }
 
+// fit.precision mixed_bfloat16, for one forward pass: LibTorch's autocast runs the ops on
+// its lists (matrix products, convolutions) in bfloat16 and keeps the rest, and the
+// float32 weights, as they are. The weights' bfloat16 copies live until the scope ends.
+class AutocastScope {
+ public:
+  AutocastScope(bool enabled, const torch::Device& device)
+      : enabled_(enabled), cuda_(device.is_cuda()) {
+    if (!enabled_) return;
+    if (cuda_) {
+      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+      at::autocast::set_enabled(true);
+    } else {
+      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+      at::autocast::set_cpu_enabled(true);
+    }
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!enabled_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    if (cuda_) {
+      at::autocast::set_enabled(false);
+    } else {
+      at::autocast::set_cpu_enabled(false);
+    }
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool enabled_, cuda_;
+};
+
 class Run {
  public:
   explicit Run(const TrainOptions& options) : o_(options), events_(options.events) {}
@@ -108,6 +142,10 @@ class Run {
   absl::Status Checkpoint(int epochs_done);
   absl::Status WriteOutputs();
   void AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y);
+  // The model's forward pass in the job's precision; the output is float32 either way, so
+  // that losses and metrics are computed in float32 (as Keras' mixed policies do).
+  KerasModel::Output Forward(const torch::Tensor& x, bool training);
+  bool mixed() const { return o_.spec.fit.precision == job::Precision::kMixedBfloat16; }
   bool leader() const { return o_.rank == 0; }
 
   const TrainOptions& o_;
@@ -181,7 +219,11 @@ absl::Status Run::Setup() {
   flat_ = std::make_unique<FlatParameters>(trainable_);
   optimizer_ = std::make_unique<Optimizer>(compile_.optimizer, *flat_);
   std::string autograd_because = "--autograd";
-  if (!o_.autograd) dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, &autograd_because);
+  if (mixed()) {
+    autograd_because = "fit.precision mixed_bfloat16 (autocast)";
+  } else if (!o_.autograd) {
+    dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, &autograd_because);
+  }
   if (!dense_) spdlog::debug("training step through autograd: {}", autograd_because);
   // The rank's threads go where its heavy work runs (cpu_threads.h).
   SetCpuThreads(threads_, convolutions || (dense_ && SgemmLibrary() == GemmLibrary::kOneDnn));
@@ -286,6 +328,19 @@ absl::Status Run::Resume() {
   return absl::OkStatus();
 }
 
+KerasModel::Output Run::Forward(const torch::Tensor& x, bool training) {
+  KerasModel::Output out;
+  {
+    AutocastScope autocast(mixed(), device_);
+    out = model_->Forward(x, training);
+  }
+  if (out.value.scalar_type() != torch::kFloat32) out.value = out.value.to(torch::kFloat32);
+  if (out.logits.defined() && out.logits.scalar_type() != torch::kFloat32) {
+    out.logits = out.logits.to(torch::kFloat32);
+  }
+  return out;
+}
+
 void Run::AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y) {
   for (size_t i = 0; i < metrics_.size(); ++i) {
     MetricTotal total = MetricSum(metrics_[i], prediction, y);
@@ -337,7 +392,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
         step_loss = f.loss_sum;
         prediction = f.prediction;
       } else {
-        KerasModel::Output out = model_->Forward(x, /*training=*/true);
+        KerasModel::Output out = Forward(x, /*training=*/true);
         torch::Tensor per = ElementLosses(*compile_.loss, out, y);
         int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
         torch::Tensor sum = per.sum();
@@ -425,7 +480,7 @@ absl::Status Run::Validate(int epoch, nlohmann::json* logs) {
     torch::Tensor x, y;
     int64_t e = std::min(end, b + batch);
     if (absl::Status s = data_->GatherValidation(b, e, device_, &x, &y); !s.ok()) return s;
-    KerasModel::Output out = model_->Forward(x, /*training=*/false);
+    KerasModel::Output out = Forward(x, /*training=*/false);
     torch::Tensor per = ElementLosses(*compile_.loss, out, y);
     int64_t per_row = per.numel() / (e - b);
     totals.AddLoss(per.sum().item<double>() / per_row * compile_.loss_weight, e - b);
@@ -520,6 +575,7 @@ absl::Status Run::Execute() {
                          {"first_epoch", first_epoch_ + 1}, {"steps", plan.steps()},
                          {"samples", data_->train_rows()}, {"device", device_.str()},
                          {"training_step", dense_ ? "dense_graph" : "autograd"},
+                         {"precision", std::string(job::PrecisionName(fit.precision))},
                          {"all_reduce", collective_ ? std::string(collective_->transport()) : "none"}});
   for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
     absl::Time start = absl::Now();

@@ -58,6 +58,7 @@ fit:
   batch_size: 128
   shuffle: false
   seed: 18446744073709551615
+  precision: mixed_bfloat16
 compile:
   optimizer: {name: sgd, learning_rate: 0.05, momentum: 0.9, nesterov: true, weight_decay: 0.0001}
   loss: {name: categorical_crossentropy, from_logits: true}
@@ -79,7 +80,8 @@ trace: true
   CHECK(spec.data.validation_x == ArrayRef{"/shared/x_test.npy", ""});
   CHECK(spec.data.validation_y == ArrayRef{"/shared/y_test.npy", ""});
   CHECK(spec.fit ==
-        FitSpec{.epochs = 10, .batch_size = 128, .shuffle = false, .seed = 18446744073709551615u});
+        FitSpec{.epochs = 10, .batch_size = 128, .shuffle = false, .seed = 18446744073709551615u,
+                .precision = Precision::kMixedBfloat16});
   const OptimizerOverrides& o = spec.compile.optimizer;
   CHECK(o.kind == OptimizerKind::kSgd);
   REQUIRE(o.learning_rate.has_value());

@@ -36,6 +36,7 @@ fit:
   batch_size: 32
   shuffle: true
   seed: 0
+  precision: float32
 resources:
   workers: 1
   device: cpu
@@ -59,7 +60,7 @@ data:
   y: {path: data.npz, key: y_train}
   validation_x: x_test.npy
   validation_y: y_test.npy
-fit: {epochs: 10, batch_size: 128, shuffle: false, seed: 18446744073709551615}
+fit: {epochs: 10, batch_size: 128, shuffle: false, seed: 18446744073709551615, precision: mixed_bfloat16}
 compile:
   optimizer: {name: sgd, learning_rate: 0.01, momentum: 0.9, nesterov: true, weight_decay: 1e-5}
   loss: {name: binary_crossentropy, from_logits: true}

@@ -7,7 +7,8 @@
                           against integer labels
   compare A.keras B.keras [--rtol R]
                           compares every variable of two .keras files (model.weights.h5):
-                          for each, max|a - b| <= R * max|b| (R = 0 asks for equal bytes).
+                          for each, the same dtype and shape and max|a - b| <= R * max|b|
+                          (R = 0 asks for equal bytes).
                           Prints {"ok", "variables", "worst": {"name", "relative"}}; exits
                           1 when a variable differs, or the files hold different variables.
 """
@@ -79,8 +80,9 @@ def Compare(a_path, b_path, rtol):
     ok = True
     for name in sorted(a):
         x, y = a[name].astype(np.float64), b[name].astype(np.float64)
-        if x.shape != y.shape:
-            print(json.dumps({"ok": False, "error": f"{name}: shapes {x.shape} vs {y.shape}"}))
+        if x.shape != y.shape or a[name].dtype != b[name].dtype:
+            print(json.dumps({"ok": False, "error": f"{name}: {a[name].dtype}{x.shape} vs "
+                                                    f"{b[name].dtype}{y.shape}"}))
             return 1
         diff = float(np.max(np.abs(x - y))) if x.size else 0.0
         scale = float(np.max(np.abs(y))) if y.size else 0.0
