@@ -54,7 +54,7 @@ def RunRank(args):
 
     window = Window()
     window.Start()
-    Train(model, optimizer, batches, args.warmup)
+    Train(model, optimizer, batches, args.warmup, precision=args.precision)
     dist.barrier()
     warmup = window.Stop()
     steps = args.steps
@@ -64,7 +64,8 @@ def RunRank(args):
         steps = int(choice.item())
 
     window.Start()
-    loss = Train(model, optimizer, batches, steps, first_step=args.warmup)
+    loss = Train(model, optimizer, batches, steps, first_step=args.warmup,
+                 precision=args.precision)
     dist.barrier()
     result = window.Stop()
     result.update({"rank": rank, "steps": steps, "final_loss": float(loss)})

@@ -48,6 +48,7 @@ class ResidualBlock(nn.Module):
 
 
 MODELS = ("mlp", "cnn", "residual")
+PRECISIONS = ("float32", "mixed_bfloat16")  # Cohort's fit.precision values
 
 
 def BuildModel(name):
@@ -78,13 +79,18 @@ def SyntheticBatches(model_name, batch, seed, rows):
             for _ in range(max(1, rows // batch))]
 
 
-def Train(model, optimizer, batches, steps, first_step=0):
-    """`steps` optimizer steps; returns the last loss (a tensor, to avoid a sync)."""
+def Train(model, optimizer, batches, steps, first_step=0, precision="float32"):
+    """`steps` optimizer steps; returns the last loss (a tensor, to avoid a sync).
+    mixed_bfloat16: the forward pass under torch.autocast in bfloat16, the loss in
+    float32, as Cohort's fit.precision of that name."""
     loss = None
     for step in range(first_step, first_step + steps):
         x, y = batches[step % len(batches)]
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16,
+                            enabled=precision == "mixed_bfloat16"):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float(), y)
         loss.backward()
         optimizer.step()
     return loss
@@ -143,6 +149,8 @@ def AddCommonArguments(parser):
                              "cycled in batches; default 8 batches. bench/run passes the "
                              "rows of Cohort's data file, so peak memory compares the same "
                              "data")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
+                        help="mixed_bfloat16: the forward pass under bfloat16 autocast")
     parser.add_argument("--tuned", action="store_true",
                         help="flush denormals to zero and compute on one thread pool, as "
                              "Cohort does (see IntraOpThreads)")
@@ -174,18 +182,19 @@ def main(argv):
     batches = SyntheticBatches(args.model, args.batch, args.seed, DataRows(args))
 
     warmup_start = time.perf_counter()
-    Train(model, optimizer, batches, args.warmup)
+    Train(model, optimizer, batches, args.warmup, precision=args.precision)
     warmup_seconds = time.perf_counter() - warmup_start
     steps = args.steps or StepsFor(args.seconds, warmup_seconds, args.warmup)
 
     window = Window()
     window.Start()
-    loss = Train(model, optimizer, batches, steps, first_step=args.warmup)
+    loss = Train(model, optimizer, batches, steps, first_step=args.warmup,
+                 precision=args.precision)
     result = window.Stop()
 
     result.update({
         "peer": "torch_eager", "model": args.model, "batch": args.batch,
-        "threads": args.threads, "steps": steps,
+        "threads": args.threads, "steps": steps, "precision": args.precision,
         "samples_per_second": steps * args.batch / result["seconds"],
         "final_loss": float(loss), "torch": torch.__version__, "allocator": Allocator(),
     })

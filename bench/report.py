@@ -102,7 +102,9 @@ def Targets(args, results):
                 return "-"
             share = Speed(c) / Speed(f)
             return Check(share, share >= MIN_FLOOR_SHARE, f"{share:.0%}")
-        Add(f"1 x {threads}: Cohort ≥ {MIN_FLOOR_SHARE:.0%} of the kernel floor", FloorShare)
+        if args.precision == "float32":  # the floor multiplies in float32
+            Add(f"1 x {threads}: Cohort ≥ {MIN_FLOOR_SHARE:.0%} of the kernel floor",
+                FloorShare)
 
         def EagerRatio(m, b, threads=threads):
             c = Best(results, system="cohort", model=m, batch=b, ranks=1, threads=threads)
@@ -270,6 +272,11 @@ def Report(args, machine, training, all_reduce, notes):
         "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then the "
         "others in an order that rotates from setting to setting, each for about "
         f"{args.seconds:g} s measured after a warm-up.",
+        f"- Precision: {args.precision}"
+        + ("" if args.precision == "float32" else
+           " (Cohort's fit.precision; the PyTorch peers' forward pass under "
+           "torch.autocast in bfloat16, the loss in float32; the kernel floor stays "
+           "float32, for reference, and Keras is not run)") + ".",
         "- Kernel floor: bench/kernel_floor.cc, the model's forward and backward matrix "
         "products and convolutions alone, back to back, one process per rank on its "
         "share of the batch.",

@@ -59,6 +59,7 @@ ALLOCATORS = {
 }
 ALLOCATOR_VARIABLES = ("LD_PRELOAD", "GLIBC_TUNABLES", "MALLOC_MMAP_THRESHOLD_",
                        "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX")
+PRECISIONS = ("float32", "mixed_bfloat16")  # fit.precision (docs/job-spec.md)
 MODELS = {  # the .keras file Cohort trains and the shape of one sample
     "mlp": ("mnist_mlp.keras", (784,)),
     "cnn": ("mnist_cnn.keras", (28, 28, 1)),
@@ -91,7 +92,7 @@ COHORT_MAX_EPOCHS = 400
 # ---------------------------------------------------------------------------------
 
 
-def JobYaml(name, model_path, x_path, y_path, epochs, batch, ranks):
+def JobYaml(name, model_path, x_path, y_path, epochs, batch, ranks, precision):
     return f"""\
 name: {name}
 model: {model_path}
@@ -103,6 +104,7 @@ fit:
   batch_size: {batch}
   shuffle: true
   seed: 0
+  precision: {precision}
 resources:
   workers: {ranks}
   device: cpu
@@ -263,7 +265,7 @@ def RunCohort(args, model, batch, ranks, threads, expected_speed):
     job = os.path.join(job_dir, "job.yaml")
     with open(job, "w") as f:
         f.write(JobYaml(name, os.path.join(REPO_DIR, "examples", MODELS[model][0]),
-                        x_path, y_path, epochs, batch, ranks))
+                        x_path, y_path, epochs, batch, ranks, args.precision))
     commands = [[args.cohort_worker, "train", job, "--rank", str(r), "--world", str(ranks),
                  "--rendezvous", "file://" + rendezvous, "--out", out,
                  "--threads", str(threads)]
@@ -336,7 +338,7 @@ def Systems(args, ranks, threads):
     for allocator in args.allocators:
         systems.append((peer, f"PyTorch {'eager' if ranks == 1 else 'DDP'} {allocator}",
                         allocator))
-    if ranks == 1:
+    if ranks == 1 and args.precision == "float32":  # peer_keras.py trains float32 only
         for backend in args.keras_backends:
             systems.append(("keras_" + backend, f"Keras {backend}", "-"))
     systems.append(("cohort", "Cohort", "as built"))
@@ -346,7 +348,7 @@ def Systems(args, ranks, threads):
 def RunOne(args, system, allocator, model, batch, ranks, threads, group):
     common = ["--model", model, "--batch", str(batch), "--seconds", str(args.seconds),
               "--threads", str(threads)]
-    data = ["--data-rows", str(DataRows(model, batch))]
+    data = ["--data-rows", str(DataRows(model, batch)), "--precision", args.precision]
     timeout_s = 10 * args.seconds + 180
     if system == "floor":
         return RunFloor(args, model, batch, ranks, threads)
@@ -541,6 +543,10 @@ def main(argv):
     parser.add_argument("--nice", type=int, default=0,
                         help="change the benchmark's priority by this much (-20: take "
                              "the CPU from builds on a shared machine; needs root)")
+    parser.add_argument("--precision", choices=PRECISIONS, default="float32",
+                        help="Cohort's fit.precision, and the PyTorch peers' (bfloat16 "
+                             "autocast); the kernel floor and Keras stay float32, and "
+                             "mixed_bfloat16 runs no Keras peers")
     parser.add_argument("--python", default="/usr/bin/python3",
                         help="the Python whose torch the PyTorch peers use")
     args = parser.parse_args(argv)
