@@ -225,8 +225,10 @@ absl::Status Run::Setup() {
     dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, &autograd_because);
   }
   if (!dense_) spdlog::debug("training step through autograd: {}", autograd_because);
-  // The rank's threads go where its heavy work runs (cpu_threads.h).
-  SetCpuThreads(threads_, convolutions || (dense_ && SgemmLibrary() == GemmLibrary::kOneDnn));
+  // The rank's threads go where its heavy work runs (cpu_threads.h): bfloat16 products
+  // run in oneDNN, on the intra-op pool, as convolutions do.
+  SetCpuThreads(threads_, convolutions || mixed() ||
+                              (dense_ && SgemmLibrary() == GemmLibrary::kOneDnn));
   return absl::OkStatus();
 }
 
