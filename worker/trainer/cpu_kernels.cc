@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 
 #include <omp.h>
 
@@ -66,7 +67,23 @@ void AdamSlice(float* __restrict var, const float* __restrict g, float* __restri
   }
 }
 
+COHORT_CPU_CLONES
+void Bfloat16Slice(const float* __restrict x, uint16_t* __restrict out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t u;
+    std::memcpy(&u, &x[i], sizeof(u));
+    const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    out[i] = static_cast<uint16_t>((u & 0x7fffffffu) > 0x7f800000u ? 0x7fc0u : rounded);
+  }
+}
+
 }  // namespace
+
+void ToBfloat16(std::span<const float> values, uint16_t* out) {
+  ForEachSlice(values.size(), [&](size_t begin, size_t end) {
+    Bfloat16Slice(values.data() + begin, out + begin, end - begin);
+  });
+}
 
 bool AllFinite(std::span<const float> values) {
   std::atomic<bool> finite{true};

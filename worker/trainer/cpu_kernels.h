@@ -37,6 +37,11 @@ struct AdamCoefficients {
 void AdamUpdate(std::span<float> variable, std::span<const float> gradient,
                 std::span<float> m, std::span<float> v, const AdamCoefficients& c);
 
+// values rounded to bfloat16 (the upper 16 bits of a float32), to the nearest, ties to
+// even, as LibTorch's at::BFloat16 rounds; a NaN becomes the quiet NaN 0x7fc0. Split
+// across the OpenMP threads as AllFinite.
+void ToBfloat16(std::span<const float> values, uint16_t* out);
+
 // A Dense layer's elementwise work, in one pass over a row-major rows x columns block:
 // values += bias (one value per column; none when null), then the rectifier max(v, 0)
 // when `relu` (NaN stays NaN, as LibTorch's clamp_min).

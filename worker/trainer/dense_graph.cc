@@ -67,7 +67,9 @@ void ActivationBackwardInPlace(torch::Tensor& g, const torch::Tensor& y, Activat
 
 // The reason a node is not covered; empty when it is.
 std::string Unsupported(const keras::Node& node, bool last) {
-  if (node.output_shape.size() != 1) {
+  // The input may be of any shape: what consumes it unflattened has an output of more
+  // than one axis, and is refused for that.
+  if (node.output_shape.size() != 1 && node.layer_class() != LayerClass::kInputLayer) {
     return absl::StrCat("layer '", node.name, "' has output shape of rank ",
                         node.output_shape.size() + 1, ", not a batch of vectors");
   }
@@ -111,17 +113,21 @@ std::string Unsupported(const keras::Node& node, bool last) {
 
 std::unique_ptr<DenseGraph> DenseGraph::Create(KerasModel& model, const keras::LossConfig& loss,
                                                const std::vector<torch::Tensor*>& flat_order,
-                                               std::string* why_not) {
+                                               bool bfloat16, std::string* why_not) {
   auto refuse = [&](std::string why) -> std::unique_ptr<DenseGraph> {
     *why_not = std::move(why);
     return nullptr;
   };
   if (!model.device().is_cpu()) return refuse("the model is not on the CPU");
   if (SgemmLibrary() == GemmLibrary::kNone) return refuse("neither oneDNN nor a CBLAS is loaded");
+  if (bfloat16 && !HasBf16Gemm()) {
+    return refuse("bfloat16 products need oneDNN's dnnl_gemm_bf16bf16f32, which this CPU cannot run");
+  }
   const keras::ModelIr& ir = model.ir();
   const int count = static_cast<int>(ir.nodes.size());
   std::unique_ptr<DenseGraph> g(new DenseGraph());
   g->loss_ = loss;
+  g->bfloat16_ = bfloat16;
   g->ops_.resize(count);
   std::vector<int> source(count);  // the node whose buffer holds node i's output
   auto flat_index = [&](torch::Tensor* t) {
@@ -225,6 +231,8 @@ std::unique_ptr<DenseGraph> DenseGraph::Create(KerasModel& model, const keras::L
     g->grads_.push_back(empty());
   }
   g->grad_set_.assign(count, false);
+  g->inputs_bf16_.resize(count);
+  g->kernels_bf16_.resize(count);
   g->probabilities_ = empty();
   g->targets_ = empty();
   g->labels_ = torch::empty({0}, torch::kInt64);
@@ -232,6 +240,25 @@ std::unique_ptr<DenseGraph> DenseGraph::Create(KerasModel& model, const keras::L
 }
 
 DenseGraph::~DenseGraph() = default;
+
+void DenseGraph::Product(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k,
+                         Operand a, int64_t lda, Operand b, int64_t ldb, float beta, float* c,
+                         int64_t ldc) const {
+  if (bfloat16_) {
+    Bf16Gemm(transpose_a, transpose_b, m, n, k, a.bf16, lda, b.bf16, ldb, beta, c, ldc);
+  } else {
+    Sgemm(transpose_a, transpose_b, m, n, k, a.f32, lda, b.f32, ldb, beta, c, ldc);
+  }
+}
+
+const uint16_t* DenseGraph::Rounded(const torch::Tensor& values,
+                                    std::vector<uint16_t>& buffer) const {
+  if (!bfloat16_) return nullptr;
+  const size_t n = static_cast<size_t>(values.numel());
+  if (buffer.size() < n) buffer.resize(n);
+  ToBfloat16({values.data_ptr<float>(), n}, buffer.data());
+  return buffer.data();
+}
 
 DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::Tensor& y,
                                            double scale) {
@@ -241,8 +268,9 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
     Op& op = ops_[i];
     torch::Tensor& out = outputs_[i];
     switch (op.kind) {
-      case Kind::kInput:
-        out = x.contiguous();  // kept until the backward reads it
+      case Kind::kInput:  // kept until the backward reads it; Flatten's rows (an alias)
+        out = x.contiguous();
+        if (out.dim() != 2) out = out.reshape({n, -1});
         break;
       case Kind::kAlias:
         break;
@@ -250,8 +278,9 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
         const torch::Tensor& in = outputs_[op.inputs[0]];
         const int64_t k = op.kernel->size(0), units = op.kernel->size(1);
         Shaped(out, n, units);
-        Sgemm(false, false, n, units, k, Data(in), k, Data(*op.kernel), units, 0.0f, Data(out),
-              units);
+        Operand input{Data(in), Rounded(in, inputs_bf16_[i])};
+        Operand kernel{Data(*op.kernel), Rounded(*op.kernel, kernels_bf16_[i])};
+        Product(false, false, n, units, k, input, k, kernel, units, 0.0f, Data(out), units);
         const bool relu = op.activation == Activation::kRelu;
         AddBiasRelu(Data(out), op.bias != nullptr ? Data(*op.bias) : nullptr, n, units, relu);
         if (!relu) ActivateInPlace(out, op.activation);
@@ -334,10 +363,12 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
         torch::Tensor bias_grad = op.bias_flat >= 0 ? op.bias->grad() : torch::Tensor();
         ReluBackwardColumnSums(Data(g), relu ? Data(outputs_[i]) : nullptr, n, units,
                                bias_grad.defined() ? Data(bias_grad) : nullptr);
+        Operand gradient{Data(g), Rounded(g, grad_bf16_)};
         if (op.kernel_flat >= 0) {
           torch::Tensor kernel_grad = op.kernel->grad();  // kernel_grad = in^T g
-          Sgemm(true, false, k, units, n, Data(outputs_[in]), k, Data(g), units, 0.0f,
-                Data(kernel_grad), units);
+          Operand input{Data(outputs_[in]), inputs_bf16_[i].data()};
+          Product(true, false, k, units, n, input, k, gradient, units, 0.0f, Data(kernel_grad),
+                  units);
           ready(op.kernel_flat);
         }
         if (bias_grad.defined()) ready(op.bias_flat);
@@ -346,8 +377,9 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
         const float beta = grad_set_[in] ? 1.0f : 0.0f;
         if (!grad_set_[in]) Shaped(grads_[in], n, k);
         grad_set_[in] = true;
-        Sgemm(false, true, n, k, units, Data(g), units, Data(*op.kernel), units, beta,
-              Data(grads_[in]), k);
+        Operand kernel{Data(*op.kernel), kernels_bf16_[i].data()};
+        Product(false, true, n, k, units, gradient, units, kernel, units, beta, Data(grads_[in]),
+                k);
         break;
       }
       case Kind::kActivation:

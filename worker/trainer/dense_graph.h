@@ -2,7 +2,8 @@
 
 // DenseGraph: the training step of a model made only of Dense layers and what sits
 // between them element by element (Add, ReLU, Activation, Flatten and Dropout(0) of
-// vectors), written out by hand instead of recorded by autograd:
+// vectors, and a Flatten of the input, whatever its shape), written out by hand
+// instead of recorded by autograd:
 //   - forward: each Dense is one GEMM (gemm.h: oneDNN's, faster here than the OpenBLAS
 //     behind LibTorch's own products) into a buffer kept from step to step, onto the
 //     bias, the activation applied in place;
@@ -20,8 +21,14 @@
 //
 // Results equal autograd's up to float rounding (tests/worker/trainer/dense_graph_test.cc,
 // and trainer_keras_test's comparisons with Keras' own fit, which run through here).
-// CPU and float32 only; the products run on the threads gemm.h says. Not thread-safe:
-// one thread trains one model.
+// CPU only; the products run on the threads gemm.h says. Not thread-safe: one thread
+// trains one model.
+//
+// In bfloat16 (fit.precision mixed_bfloat16) every product takes its operands rounded
+// to bfloat16 (the layer's input and kernel forward; the output's gradient, the input
+// and the kernel backward) and sums into float32 (gemm.h's Bf16Gemm); everything else,
+// the weights and gradients included, stays float32. Autograd under LibTorch's autocast
+// also rounds each product's output to bfloat16; here only the operands are.
 
 #include <functional>
 #include <memory>
@@ -42,7 +49,7 @@ class DenseGraph {
   // flat buffers (FlatParameters), whose .grad() views the gradients are written to.
   static std::unique_ptr<DenseGraph> Create(KerasModel& model, const keras::LossConfig& loss,
                                             const std::vector<torch::Tensor*>& flat_order,
-                                            std::string* why_not);
+                                            bool bfloat16, std::string* why_not);
 
   ~DenseGraph();
 
@@ -64,6 +71,16 @@ class DenseGraph {
  private:
   DenseGraph() = default;
   void AddGradient(int node, const torch::Tensor& gradient);  // into grads_[node]
+  // C = op(A) op(B) + beta C over the float32 operands, or over their bfloat16 copies
+  // (given too) in bfloat16.
+  struct Operand {
+    const float* f32;
+    const uint16_t* bf16;
+  };
+  void Product(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, Operand a,
+               int64_t lda, Operand b, int64_t ldb, float beta, float* c, int64_t ldc) const;
+  // `values` rounded to bfloat16 into `buffer` (grown as needed); null in float32.
+  const uint16_t* Rounded(const torch::Tensor& values, std::vector<uint16_t>& buffer) const;
 
   std::vector<Op> ops_;  // the model's nodes, in order
   int logits_node_ = 0;  // the node whose output the loss reads
@@ -72,6 +89,11 @@ class DenseGraph {
   std::vector<torch::Tensor> outputs_, grads_;  // per node, kept between steps
   std::vector<bool> grad_set_;                  // per node, this step
   torch::Tensor probabilities_, labels_, targets_;
+  bool bfloat16_ = false;
+  // In bfloat16, per node: the Dense layer's input and kernel, rounded; and the output
+  // gradient being propagated.
+  std::vector<std::vector<uint16_t>> inputs_bf16_, kernels_bf16_;
+  std::vector<uint16_t> grad_bf16_;
 };
 
 }  // namespace cohort::trainer

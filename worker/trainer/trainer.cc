@@ -5,7 +5,6 @@
 #include <fstream>
 #include <thread>
 
-#include <ATen/autocast_mode.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -16,6 +15,7 @@
 #include "common/job/compile_overrides.h"
 #include "common/logging.h"
 #include "worker/trainer/allocator.h"
+#include "worker/trainer/autocast.h"
 #include "worker/trainer/batch_plan.h"
 #include "worker/trainer/batch_prefetch.h"
 #include "worker/trainer/checkpoint.h"
@@ -91,39 +91,6 @@ uint64_t Mix(uint64_t a, uint64_t b) {
   h *= 0xff51afd7ed558ccdULL;
   return h ^ (h >> 33);
 }
-
-// fit.precision mixed_bfloat16, for one forward pass: LibTorch's autocast runs the ops on
-// its lists (matrix products, convolutions) in bfloat16 and keeps the rest, and the
-// float32 weights, as they are. The weights' bfloat16 copies live until the scope ends.
-class AutocastScope {
- public:
-  AutocastScope(bool enabled, const torch::Device& device)
-      : enabled_(enabled), cuda_(device.is_cuda()) {
-    if (!enabled_) return;
-    if (cuda_) {
-      at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
-      at::autocast::set_enabled(true);
-    } else {
-      at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
-      at::autocast::set_cpu_enabled(true);
-    }
-    at::autocast::increment_nesting();
-  }
-  ~AutocastScope() {
-    if (!enabled_) return;
-    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
-    if (cuda_) {
-      at::autocast::set_enabled(false);
-    } else {
-      at::autocast::set_cpu_enabled(false);
-    }
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  bool enabled_, cuda_;
-};
 
 class Run {
  public:
@@ -219,10 +186,8 @@ absl::Status Run::Setup() {
   flat_ = std::make_unique<FlatParameters>(trainable_);
   optimizer_ = std::make_unique<Optimizer>(compile_.optimizer, *flat_);
   std::string autograd_because = "--autograd";
-  if (mixed()) {
-    autograd_because = "fit.precision mixed_bfloat16 (autocast)";
-  } else if (!o_.autograd) {
-    dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, &autograd_because);
+  if (!o_.autograd) {
+    dense_ = DenseGraph::Create(*model_, *compile_.loss, trainable_, mixed(), &autograd_because);
   }
   if (!dense_) spdlog::debug("training step through autograd: {}", autograd_because);
   // The rank's threads go where its heavy work runs (cpu_threads.h): bfloat16 products

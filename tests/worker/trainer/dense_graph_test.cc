@@ -13,7 +13,10 @@
 
 #include "common/keras/model_config.h"
 #include "tests/common/keras/config_builder.h"
+#include "worker/trainer/autocast.h"
+#include "worker/trainer/cpu_kernels.h"
 #include "worker/trainer/flat_parameters.h"
+#include "worker/trainer/gemm.h"
 #include "worker/trainer/keras_file.h"
 #include "worker/trainer/losses.h"
 
@@ -94,27 +97,65 @@ bool Close(const torch::Tensor& got, const torch::Tensor& expected) {
   return worst <= 1e-4 * scale + 1e-7;
 }
 
+// How far `got` is from `expected`, relative to expected's size (Frobenius norms).
+double Off(const torch::Tensor& got, const torch::Tensor& expected) {
+  return (got - expected.reshape(got.sizes())).norm().item<double>() /
+         (expected.norm().item<double>() + 1e-12);
+}
+
 // One batch of `rows` through autograd and through DenseGraph; every result must agree.
-void Compare(Fixture& f, DenseGraph& graph, const LossConfig& loss, int64_t rows) {
+// `bfloat16`: the graph's products run in bfloat16. Its loss, prediction and gradients
+// then part from float32's (autograd's) by more than float32's rounding, and by no more
+// than LibTorch's own bfloat16 (autograd under autocast) parts from them, with slack:
+// autocast rounds each product's result to bfloat16 too, the graph only the operands,
+// and on a handful of rows either can be the luckier.
+void Compare(Fixture& f, DenseGraph& graph, const LossConfig& loss, int64_t rows,
+             bool bfloat16 = false) {
   const keras::ModelIr& ir = f.model->ir();
-  const int64_t features = ir.input().output_shape.at(0), classes = ir.output().output_shape.at(0);
-  torch::Tensor x = torch::randn({rows, features});
+  const int64_t classes = ir.output().output_shape.at(0);
+  std::vector<int64_t> shape{rows};
+  for (int64_t d : ir.input().output_shape) shape.push_back(d);
+  torch::Tensor x = torch::randn(shape);
   torch::Tensor y = Targets(loss, rows, classes);
   const double scale = 0.75 / static_cast<double>(rows + 3);  // loss weight over a global batch
 
-  f.flat->ZeroGrad();
-  KerasModel::Output out = f.model->Forward(x, /*training=*/true);
-  torch::Tensor per = ElementLosses(loss, out, y);
-  torch::Tensor sum = per.sum();
-  (sum * scale).backward();
-  torch::Tensor expected_grad = f.flat->grad().clone();
-  torch::Tensor expected_prediction = out.value.detach().clone();
+  // Autograd's results, in float32 or under autocast.
+  auto through_autograd = [&](bool autocast, torch::Tensor* prediction, torch::Tensor* grad) {
+    f.flat->ZeroGrad();
+    KerasModel::Output out;
+    {
+      AutocastScope scope(autocast, torch::kCPU);
+      out = f.model->Forward(x, /*training=*/true);
+    }
+    out.value = out.value.to(torch::kFloat32);
+    if (out.logits.defined()) out.logits = out.logits.to(torch::kFloat32);
+    torch::Tensor sum = ElementLosses(loss, out, y).sum();
+    (sum * scale).backward();
+    *prediction = out.value.detach().clone();
+    *grad = f.flat->grad().clone();
+    return sum.item<double>();
+  };
+  torch::Tensor autocast_prediction, autocast_grad, expected_prediction, expected_grad;
+  const double autocast_loss =
+      bfloat16 ? through_autograd(true, &autocast_prediction, &autocast_grad) : 0.0;
+  const double expected_loss = through_autograd(false, &expected_prediction, &expected_grad);
 
   f.flat->grad().fill_(12345.0f);  // DenseGraph must overwrite every gradient
   DenseGraph::Forward result = graph.RunForward(x, y, scale);
-  CHECK(result.loss_sum == Approx(sum.item<double>()).epsilon(1e-5));
   REQUIRE(result.prediction.sizes() == expected_prediction.sizes());
-  CHECK(Close(result.prediction, expected_prediction));
+  if (bfloat16) {
+    const double loss_off = std::abs(result.loss_sum - expected_loss) / std::abs(expected_loss);
+    const double autocast_off = std::abs(autocast_loss - expected_loss) / std::abs(expected_loss);
+    INFO("loss off float32's by " << loss_off << "; autocast's by " << autocast_off);
+    CHECK(loss_off <= std::max(3 * autocast_off, 1e-2));
+    const double prediction_off = Off(result.prediction, expected_prediction);
+    const double autocast_prediction_off = Off(autocast_prediction, expected_prediction);
+    INFO("prediction off float32's by " << prediction_off << "; autocast's by " << autocast_prediction_off);
+    CHECK(prediction_off <= 3 * autocast_prediction_off);
+  } else {
+    CHECK(result.loss_sum == Approx(expected_loss).epsilon(1e-5));
+    CHECK(Close(result.prediction, expected_prediction));
+  }
   std::map<int, int> calls;
   std::map<int, torch::Tensor> at_ready;
   graph.RunBackward([&](int v) {
@@ -130,30 +171,38 @@ void Compare(Fixture& f, DenseGraph& graph, const LossConfig& loss, int64_t rows
     INFO("variable " << v << " of " << f.trainable.size() << ": largest difference "
                      << (got - expected).abs().max().item<float>() << ", largest value "
                      << expected.abs().max().item<float>());
-    CHECK(Close(got, expected));
+    if (!bfloat16) CHECK(Close(got, expected));
     // The gradient was final when `ready` said so.
     REQUIRE(at_ready.count(static_cast<int>(v)) == 1);
     CHECK(torch::equal(at_ready[static_cast<int>(v)].reshape({-1}), got));
   }
+  if (bfloat16) {
+    const double off = Off(f.flat->grad(), expected_grad);
+    const double autocast_off = Off(autocast_grad, expected_grad);
+    INFO("gradients off float32's by " << off << "; autocast's by " << autocast_off);
+    CHECK(off > 1e-3);  // it really multiplied in bfloat16
+    CHECK(off <= 2 * autocast_off);
+  }
 }
 
-void CompareSizes(const keras::ModelIr& ir, const LossConfig& loss) {
+void CompareSizes(const keras::ModelIr& ir, const LossConfig& loss, bool bfloat16 = false) {
   Fixture f(ir);
   std::string why;
-  std::unique_ptr<DenseGraph> graph = DenseGraph::Create(*f.model, loss, f.trainable, &why);
+  std::unique_ptr<DenseGraph> graph =
+      DenseGraph::Create(*f.model, loss, f.trainable, bfloat16, &why);
   INFO(why);
   REQUIRE(graph != nullptr);
   // A batch, a smaller last one, and the full size again: the buffers follow.
   for (int64_t rows : {32, 7, 32}) {
     INFO(rows << " rows");
-    Compare(f, *graph, loss, rows);
+    Compare(f, *graph, loss, rows, bfloat16);
   }
 }
 
 std::string WhyNot(const keras::ModelIr& ir, const LossConfig& loss) {
   Fixture f(ir);
   std::string why;
-  std::unique_ptr<DenseGraph> graph = DenseGraph::Create(*f.model, loss, f.trainable, &why);
+  std::unique_ptr<DenseGraph> graph = DenseGraph::Create(*f.model, loss, f.trainable, false, &why);
   CHECK(graph == nullptr);
   return why;
 }
@@ -162,6 +211,10 @@ Json Seq(const std::vector<Json>& layers) {
   std::vector<Json> all{InputEntry("in", {12})};
   all.insert(all.end(), layers.begin(), layers.end());
   return SequentialModel(all);
+}
+
+Json Flatten(const std::string& name) {
+  return LayerEntry("Flatten", name, {{"data_format", "channels_last"}});
 }
 
 Json Relu(const std::string& name) {
@@ -176,6 +229,50 @@ TEST_CASE("DenseGraph: the mlp and the residual model as autograd trains them", 
   const LossConfig sparse = Loss(LossKind::kSparseCategoricalCrossentropy);
   SECTION("mlp") { CompareSizes(Example("mnist_mlp.keras"), sparse); }
   SECTION("residual") { CompareSizes(Example("mnist_residual.keras"), sparse); }
+  SECTION("an mlp on images: a Flatten of the input first") {
+    CompareSizes(Parse(SequentialModel({InputEntry("in", {4, 3, 2}), Flatten("flat"),
+                                        DenseEntry("a", 16, "relu"), DenseEntry("out", 5, "softmax")})),
+                 sparse);
+  }
+}
+
+TEST_CASE("DenseGraph in bfloat16: the mlp and the residual model as autograd under autocast",
+          "[dense_graph]") {
+  if (!HasBf16Gemm()) {
+    WARN("skipped: this CPU cannot run oneDNN's bfloat16 GEMM (it needs AVX-512)");
+    return;
+  }
+  const LossConfig sparse = Loss(LossKind::kSparseCategoricalCrossentropy);
+  SECTION("mlp") { CompareSizes(Example("mnist_mlp.keras"), sparse, true); }
+  SECTION("residual") { CompareSizes(Example("mnist_residual.keras"), sparse, true); }
+  SECTION("mean squared error, tanh and sigmoid") {
+    CompareSizes(Parse(Seq({DenseEntry("a", 16, "tanh"), DenseEntry("b", 8, "sigmoid"),
+                            DenseEntry("out", 3, "linear")})),
+                 Loss(LossKind::kMeanSquaredError), true);
+  }
+}
+
+TEST_CASE("ToBfloat16 rounds as LibTorch's BFloat16", "[dense_graph]") {
+  std::vector<float> values{0.0f, -0.0f, 1.0f, 1.00390625f, 1.0117188f, 1.00390625f + 1e-7f,
+                            -3.1415927f, 65504.0f, 3.4028235e38f, 1e-40f, -1e-45f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()};
+  torch::Tensor random = torch::randn({100000}) * 1000;
+  values.insert(values.end(), random.data_ptr<float>(), random.data_ptr<float>() + random.numel());
+  std::vector<uint16_t> got(values.size());
+  ToBfloat16(values, got.data());
+  torch::Tensor expected = torch::from_blob(values.data(), {static_cast<int64_t>(values.size())})
+                               .to(torch::kBFloat16);
+  const uint16_t* want = reinterpret_cast<const uint16_t*>(expected.data_ptr<at::BFloat16>());
+  int64_t mismatches = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    bool nan = std::isnan(values[i]);
+    if (nan ? got[i] != 0x7fc0 : got[i] != want[i]) {
+      if (mismatches++ < 5) WARN("value " << values[i] << ": " << got[i] << ", LibTorch " << want[i]);
+    }
+  }
+  CHECK(mismatches == 0);
 }
 
 TEST_CASE("DenseGraph: every activation, elementwise layer and loss it covers", "[dense_graph]") {
@@ -198,7 +295,7 @@ TEST_CASE("DenseGraph: every activation, elementwise layer and loss it covers", 
   }
   SECTION("Activation and ReLU layers, Flatten, Dropout(0), a three-way Add, a Softmax layer") {
     Json dropout = LayerEntry("Dropout", "drop", {{"rate", 0.0}, {"seed", nullptr}, {"noise_shape", nullptr}});
-    Json flatten = LayerEntry("Flatten", "flat", {{"data_format", "channels_last"}});
+    Json flatten = Flatten("flat");
     std::vector<Json> layers{
         Connect(InputEntry("in", {12}), {}),
         Connect(DenseEntry("d1", 10), {"in"}),
