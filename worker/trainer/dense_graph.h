@@ -57,7 +57,7 @@ class DenseGraph {
     torch::Tensor prediction;  // (N, C): the model's output; valid until the next Forward
     double loss_sum = 0;       // the rows' losses, summed
   };
-  // The forward pass and the loss of a batch (x: (N, features) float32, y: as the
+  // The forward pass and the loss of a batch (x: (N, ...) float32, y: as the
   // dataset gives it); `scale` multiplies the gradient of the loss sum (the trainer's
   // loss weight over the global batch).
   Forward RunForward(const torch::Tensor& x, const torch::Tensor& y, double scale);
