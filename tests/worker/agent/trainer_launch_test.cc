@@ -61,7 +61,20 @@ TEST_CASE("the job.yaml names the cached files in place of artifact ids", "[agen
   CHECK(spec->data.y.path == "/shared/y.npy");
   CHECK(spec->fit.epochs == 4);
   CHECK(spec->fit.batch_size == 64);
+  CHECK(spec->fit.precision == job::Precision::kFloat32);  // PRECISION_UNSPECIFIED
   CHECK(spec->resources.workers == 2);
+
+  v1::Assignment mixed = Start();
+  mixed.mutable_spec()->mutable_fit()->set_precision(v1::PRECISION_MIXED_BFLOAT16);
+  absl::StatusOr<std::string> mixed_yaml = TrainerJobYaml(mixed, paths);
+  REQUIRE(mixed_yaml.ok());
+  CHECK(job::ParseJobSpec(*mixed_yaml, "/", "x")->fit.precision == job::Precision::kMixedBfloat16);
+
+  v1::Assignment unknown = Start();
+  unknown.mutable_spec()->mutable_fit()->set_precision(static_cast<v1::Precision>(9));
+  absl::StatusOr<std::string> refused = TrainerJobYaml(unknown, paths);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("fit.precision") != std::string::npos);
 }
 
 TEST_CASE("a spec the trainer would refuse is refused here, naming the field", "[agent][launch]") {
