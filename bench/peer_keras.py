@@ -14,6 +14,9 @@ Only the measured window counts: one untimed fit of --warmup steps first (it tra
 and compiles), then one fit of the step count that should take --seconds; the window
 is that second fit (getrusage over it). --threads 1 limits the backend to one
 intra-op thread (torch.set_num_threads; XLA's Eigen pool off for JAX).
+--precision mixed_bfloat16 rebuilds the loaded model under Keras' policy of that name
+(the file stores float32 per layer, which load_model keeps), with the same weights and
+compile settings.
 
 Needs a Python with keras and the backend: the virtualenv bench/setup-peers makes.
 """
@@ -38,6 +41,7 @@ def main(argv):
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--precision", choices=("float32", "mixed_bfloat16"), default="float32")
     args = parser.parse_args(argv)
 
     os.environ["KERAS_BACKEND"] = args.backend
@@ -54,6 +58,13 @@ def main(argv):
         torch.set_num_threads(args.threads)
 
     model = keras.saving.load_model(os.path.join(EXAMPLES, FILES[args.model]))
+    if args.precision != "float32":
+        loaded = model
+        model = keras.models.clone_model(
+            loaded, clone_function=lambda layer: layer.__class__.from_config(
+                {**layer.get_config(), "dtype": args.precision}))
+        model.set_weights(loaded.get_weights())
+        model.compile_from_config(loaded.get_compile_config())
     rng = np.random.default_rng(0)
 
     def Data(steps):
@@ -85,7 +96,8 @@ def main(argv):
         "samples_per_second": steps * args.batch / seconds,
         "user_s": usage.ru_utime - usage0.ru_utime, "sys_s": usage.ru_stime - usage0.ru_stime,
         "max_rss_kb": usage.ru_maxrss, "warmup_s": warmup_s, "keras": keras.__version__,
-        "backend": args.backend}), flush=True)
+        "backend": args.backend,
+        "precision": model.layers[-1].dtype_policy.name}), flush=True)
     return 0
 
 

@@ -275,8 +275,9 @@ def Report(args, machine, training, all_reduce, notes):
         f"- Precision: {args.precision}"
         + ("" if args.precision == "float32" else
            " (Cohort's fit.precision; the PyTorch peers' forward pass under "
-           "torch.autocast in bfloat16, the loss in float32; the kernel floor stays "
-           "float32, for reference, and Keras is not run)") + ".",
+           "torch.autocast in bfloat16, the loss in float32; Keras under its "
+           "mixed_bfloat16 dtype policy; the kernel floor stays float32, for reference)")
+        + ".",
         "- Kernel floor: bench/kernel_floor.cc, the model's forward and backward matrix "
         "products and convolutions alone, back to back, one process per rank on its "
         "share of the batch.",

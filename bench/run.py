@@ -338,7 +338,7 @@ def Systems(args, ranks, threads):
     for allocator in args.allocators:
         systems.append((peer, f"PyTorch {'eager' if ranks == 1 else 'DDP'} {allocator}",
                         allocator))
-    if ranks == 1 and args.precision == "float32":  # peer_keras.py trains float32 only
+    if ranks == 1:
         for backend in args.keras_backends:
             systems.append(("keras_" + backend, f"Keras {backend}", "-"))
     systems.append(("cohort", "Cohort", "as built"))
@@ -362,7 +362,8 @@ def RunOne(args, system, allocator, model, batch, ranks, threads, group):
                        PeerEnvironment(allocator, threads, model), timeout_s)
     if system.startswith("keras_"):
         return RunPeer([args.keras_python, os.path.join(BENCH_DIR, "peer_keras.py"),
-                        "--backend", system[len("keras_"):]] + common,
+                        "--backend", system[len("keras_"):], "--precision", args.precision] +
+                       common,
                        PeerEnvironment("glibc", threads), timeout_s)
     # Cohort's epochs are sized from the fastest peer so far, or half the floor
     speeds = [r["samples_per_second"] for r in group
@@ -544,9 +545,9 @@ def main(argv):
                         help="change the benchmark's priority by this much (-20: take "
                              "the CPU from builds on a shared machine; needs root)")
     parser.add_argument("--precision", choices=PRECISIONS, default="float32",
-                        help="Cohort's fit.precision, and the PyTorch peers' (bfloat16 "
-                             "autocast); the kernel floor and Keras stay float32, and "
-                             "mixed_bfloat16 runs no Keras peers")
+                        help="Cohort's fit.precision, the PyTorch peers' (bfloat16 "
+                             "autocast) and Keras' dtype policy; the kernel floor stays "
+                             "float32")
     parser.add_argument("--python", default="/usr/bin/python3",
                         help="the Python whose torch the PyTorch peers use")
     args = parser.parse_args(argv)
