@@ -141,11 +141,8 @@ absl::Status ApplyFit(const SubmitFlags& f, job::FitSpec& fit) {
   }
   if (f.shuffle) fit.shuffle = *f.shuffle;
   if (f.precision) {
-    std::optional<job::Precision> precision = job::PrecisionFromName(*f.precision);
-    if (!precision) {
-      return FlagError("--precision", absl::StrCat("'", *f.precision, "' is not supported; supported: ",
-                                                   job::kSupportedPrecisions));
-    }
+    absl::StatusOr<job::Precision> precision = job::PrecisionFromName(*f.precision);
+    if (!precision.ok()) return FlagError("--precision", precision.status().message());
     fit.precision = *precision;
   }
   return absl::OkStatus();

@@ -136,11 +136,12 @@ absl::string_view PrecisionName(Precision precision) {
   return "unknown";
 }
 
-std::optional<Precision> PrecisionFromName(absl::string_view name) {
+absl::StatusOr<Precision> PrecisionFromName(absl::string_view name) {
   for (Precision p : {Precision::kFloat32, Precision::kMixedBfloat16}) {
     if (name == PrecisionName(p)) return p;
   }
-  return std::nullopt;
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", name, "' is not supported; supported: float32, mixed_bfloat16"));
 }
 
 absl::string_view DeviceName(Device device) {

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/job/compile_overrides.h"
 #include "common/job/field_error.h"
@@ -58,9 +59,9 @@ struct DataSpec {
 // bfloat16 with float32 sums: LibTorch autocast, on CPU and CUDA).
 enum class Precision { kFloat32, kMixedBfloat16 };
 absl::string_view PrecisionName(Precision precision);  // "float32", "mixed_bfloat16"
-// The precision a name names, or nullopt.
-std::optional<Precision> PrecisionFromName(absl::string_view name);
-inline constexpr char kSupportedPrecisions[] = "float32, mixed_bfloat16";
+// The precision a name names, or InvalidArgument "'NAME' is not supported; supported:
+// float32, mixed_bfloat16" (the YAML field or the CLI flag goes before it).
+absl::StatusOr<Precision> PrecisionFromName(absl::string_view name);
 
 // Keras' fit() defaults.
 struct FitSpec {

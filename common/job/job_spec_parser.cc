@@ -157,12 +157,8 @@ class Parser {
     }
     if (std::optional<YAML::Node> n = map.Get("precision")) {
       COHORT_ASSIGN_OR_RETURN(std::string name, ReadString(*n, "fit.precision", lines_));
-      std::optional<Precision> precision = PrecisionFromName(name);
-      if (!precision) {
-        return FieldError(lines_, "fit.precision",
-                          absl::StrCat("'", name, "' is not supported; supported: ",
-                                       kSupportedPrecisions));
-      }
+      absl::StatusOr<Precision> precision = PrecisionFromName(name);
+      if (!precision.ok()) return FieldError(lines_, "fit.precision", precision.status().message());
       out.precision = *precision;
     }
     return absl::OkStatus();

@@ -109,9 +109,6 @@ class Run {
   absl::Status Checkpoint(int epochs_done);
   absl::Status WriteOutputs();
   void AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y);
-  // The model's forward pass in the job's precision; the output is float32 either way, so
-  // that losses and metrics are computed in float32 (as Keras' mixed policies do).
-  KerasModel::Output Forward(const torch::Tensor& x, bool training);
   bool mixed() const { return o_.spec.fit.precision == job::Precision::kMixedBfloat16; }
   bool leader() const { return o_.rank == 0; }
 
@@ -295,19 +292,6 @@ absl::Status Run::Resume() {
   return absl::OkStatus();
 }
 
-KerasModel::Output Run::Forward(const torch::Tensor& x, bool training) {
-  KerasModel::Output out;
-  {
-    AutocastScope autocast(mixed(), device_);
-    out = model_->Forward(x, training);
-  }
-  if (out.value.scalar_type() != torch::kFloat32) out.value = out.value.to(torch::kFloat32);
-  if (out.logits.defined() && out.logits.scalar_type() != torch::kFloat32) {
-    out.logits = out.logits.to(torch::kFloat32);
-  }
-  return out;
-}
-
 void Run::AddMetrics(Totals& totals, const torch::Tensor& prediction, const torch::Tensor& y) {
   for (size_t i = 0; i < metrics_.size(); ++i) {
     MetricTotal total = MetricSum(metrics_[i], prediction, y);
@@ -359,7 +343,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
         step_loss = f.loss_sum;
         prediction = f.prediction;
       } else {
-        KerasModel::Output out = Forward(x, /*training=*/true);
+        KerasModel::Output out = ForwardInPrecision(*model_, x, /*training=*/true, mixed());
         torch::Tensor per = ElementLosses(*compile_.loss, out, y);
         int64_t per_row = per.numel() / static_cast<int64_t>(slice.rows.size());
         torch::Tensor sum = per.sum();
@@ -447,7 +431,7 @@ absl::Status Run::Validate(int epoch, nlohmann::json* logs) {
     torch::Tensor x, y;
     int64_t e = std::min(end, b + batch);
     if (absl::Status s = data_->GatherValidation(b, e, device_, &x, &y); !s.ok()) return s;
-    KerasModel::Output out = Forward(x, /*training=*/false);
+    KerasModel::Output out = ForwardInPrecision(*model_, x, /*training=*/false, mixed());
     torch::Tensor per = ElementLosses(*compile_.loss, out, y);
     int64_t per_row = per.numel() / (e - b);
     totals.AddLoss(per.sum().item<double>() / per_row * compile_.loss_weight, e - b);

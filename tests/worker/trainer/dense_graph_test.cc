@@ -122,13 +122,7 @@ void Compare(Fixture& f, DenseGraph& graph, const LossConfig& loss, int64_t rows
   // Autograd's results, in float32 or under autocast.
   auto through_autograd = [&](bool autocast, torch::Tensor* prediction, torch::Tensor* grad) {
     f.flat->ZeroGrad();
-    KerasModel::Output out;
-    {
-      AutocastScope scope(autocast, torch::kCPU);
-      out = f.model->Forward(x, /*training=*/true);
-    }
-    out.value = out.value.to(torch::kFloat32);
-    if (out.logits.defined()) out.logits = out.logits.to(torch::kFloat32);
+    KerasModel::Output out = ForwardInPrecision(*f.model, x, /*training=*/true, autocast);
     torch::Tensor sum = ElementLosses(loss, out, y).sum();
     (sum * scale).backward();
     *prediction = out.value.detach().clone();
