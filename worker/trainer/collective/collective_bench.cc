@@ -1,7 +1,8 @@
 // cohort_collective_bench: the Gloo backend's all-reduce between N forked ranks, 4 KiB to
 // 64 MiB: through shared memory, as ranks of one machine run it, or with --tcp over
 // loopback TCP, as ranks of several machines would. Prints, per size, the algorithm
-// ("shared memory", or gloo's TCP algorithm), the mean and median latency and the bandwidths:
+// ("shared memory", or the TCP algorithm: Cohort's stream_ring unless --algorithm names
+// one of gloo's), the mean and median latency and the bandwidths:
 // algbw = bytes / mean time and busbw = algbw * 2(n-1)/n (what each link carries, as
 // nccl-tests report it). First it measures the reference: loopback TCP with both
 // directions busy at once, which a 2-rank all-reduce cannot beat. --json prints the same
@@ -28,7 +29,6 @@
 #include "absl/strings/str_cat.h"
 
 #include "worker/trainer/collective/file_store.h"
-#include "worker/trainer/collective/gloo_all_reduce.h"
 #include "worker/trainer/collective/gloo_collective.h"
 
 namespace cohort::trainer::collective {
@@ -154,7 +154,7 @@ int RunRank(const GlooOptions& options, const std::string& dir, size_t min_bytes
     if (c.rank() == 0) {
       double algbw = static_cast<double>(bytes) / seconds / 1e9;
       std::string name(c.transport() == "tcp"
-                           ? GlooAlgorithmName(ResolveGlooAlgorithm(options.algorithm, bytes, c.size()))
+                           ? GlooAlgorithmName(options.algorithm)
                            : c.transport());
       std::printf(json ? "{\"what\": \"all_reduce\", \"bytes\": %zu, \"algorithm\": \"%s\", "
                          "\"mean_us\": %.1f, \"median_us\": %.1f, \"algbw_gbps\": %.4f, "
@@ -175,12 +175,13 @@ int main(int argc, char** argv) {
   CLI::App app("Gloo all-reduce on loopback: latency and bus bandwidth per message size");
   GlooOptions options;
   options.size = 2;
-  std::string algorithm = "auto";
+  std::string algorithm = "stream_ring";
   size_t min_bytes = 4 << 10;
   size_t max_bytes = 64 << 20;
   app.add_option("--ranks", options.size, "ranks to fork")->check(CLI::Range(1, 64));
-  app.add_option("--algorithm", algorithm, "auto, ring_chunked or halving_doubling")
-      ->check(CLI::IsMember({"auto", "ring_chunked", "halving_doubling"}));
+  app.add_option("--algorithm", algorithm,
+                 "with --tcp: stream_ring (Cohort's), or gloo's ring_chunked or halving_doubling")
+      ->check(CLI::IsMember({"stream_ring", "ring_chunked", "halving_doubling"}));
   app.add_flag("--busy-poll", options.busy_poll, "spin on receive");
   bool tcp_only = false;
   app.add_flag("--tcp", tcp_only,
@@ -208,8 +209,11 @@ int main(int argc, char** argv) {
                 "per direction\n",
                 tcp);
     std::printf("gloo all-reduce, %d ranks on this machine, %s\n", options.size,
-                tcp_only ? absl::StrCat("over loopback TCP, segments of ", options.max_segment_bytes,
-                                        " bytes", options.busy_poll ? ", busy polling" : "").c_str()
+                tcp_only ? absl::StrCat("over loopback TCP, ", GlooAlgorithmName(options.algorithm),
+                                        options.algorithm == GlooAlgorithm::kStreamRing
+                                            ? ""
+                                            : absl::StrCat(" in segments of ", options.max_segment_bytes, " bytes"),
+                                        options.busy_poll ? ", busy polling" : "").c_str()
                          : "through shared memory");
   }
 

@@ -1,7 +1,8 @@
 #pragma once
 
-// The Gloo backend's all-reduce (internal to it): float32 sums with gloo's algorithms on
-// synchronous pairs, the algorithm picked per message size, large buffers split into
+// gloo's own all-reduce algorithms (internal to the Gloo backend, which runs them when
+// GlooOptions::algorithm asks for one of them instead of the streamed ring, tcp_ring.h):
+// float32 sums on synchronous pairs, large buffers split into
 // segments (gloo_collective.h says why), and each large buffer's algorithms built once
 // and kept, keyed by (pointer, count): building one allocates and first-touches its
 // scratch memory, which costs as much as a quarter of the transfer itself.
@@ -24,10 +25,6 @@ namespace cohort::trainer::collective {
 // Buffers this large or larger keep their algorithms between calls.
 inline constexpr size_t kGlooKeptMinBytes = 256 << 10;
 
-// The algorithm `requested` means for an all-reduce of `bytes` (all its segments) among
-// `size` ranks.
-GlooAlgorithm ResolveGlooAlgorithm(GlooAlgorithm requested, size_t bytes, int size);
-
 class GlooAllReduce {
  public:
   GlooAllReduce(std::shared_ptr<GlooContext> context, GlooAlgorithm algorithm,
@@ -36,8 +33,8 @@ class GlooAllReduce {
   void Run(float* data, size_t count);
 
  private:
-  // One segment's algorithm: `count` floats at `data`, part of a `total`-float buffer.
-  std::unique_ptr<gloo::Algorithm> Build(float* data, size_t count, size_t total) const;
+  // One segment's algorithm: `count` floats at `data`.
+  std::unique_ptr<gloo::Algorithm> Build(float* data, size_t count) const;
 
   const std::shared_ptr<GlooContext> context_;
   const GlooAlgorithm algorithm_;

@@ -14,6 +14,7 @@
 #include "worker/trainer/collective/gloo_mesh.h"
 #include "worker/trainer/collective/op_queue.h"
 #include "worker/trainer/collective/shm_all_reduce.h"
+#include "worker/trainer/collective/tcp_ring.h"
 
 namespace cohort::trainer::collective {
 namespace {
@@ -23,11 +24,12 @@ constexpr size_t kBroadcastChunkBytes = 16 << 20;
 class GlooCollective final : public Collective {
  public:
   GlooCollective(const GlooOptions& options, std::shared_ptr<GlooContext> context,
-                 std::unique_ptr<ShmAllReduce> shm)
+                 std::unique_ptr<ShmAllReduce> shm, std::unique_ptr<TcpRing> ring)
       : options_(options),
         context_(std::move(context)),
         all_reduce_(context_, options.algorithm, options.max_segment_bytes),
         shm_(std::move(shm)),
+        ring_(std::move(ring)),
         // Built here, identically on every rank, so its slots match.
         barrier_(std::make_unique<gloo::BarrierAllToAll>(context_)) {}
 
@@ -43,6 +45,7 @@ class GlooCollective final : public Collective {
           return absl::InvalidArgumentError("all-reduce of a null buffer");
         }
         if (shm_) return shm_->Run(data, count);
+        if (ring_) return ring_->AllReduce(data, count);
         all_reduce_.Run(data, count);
         return absl::OkStatus();
       });
@@ -105,6 +108,7 @@ class GlooCollective final : public Collective {
     if (!status.ok()) {
       context_->closeConnections();
       if (shm_) shm_->Abort();
+      if (ring_) ring_->Abort();
     }
     return status;
   }
@@ -113,6 +117,7 @@ class GlooCollective final : public Collective {
   const std::shared_ptr<GlooContext> context_;
   GlooAllReduce all_reduce_;
   std::unique_ptr<ShmAllReduce> shm_;  // all-reduces when every rank is on this machine
+  std::unique_ptr<TcpRing> ring_;      // all-reduces otherwise, unless gloo's are asked for
   std::unique_ptr<gloo::BarrierAllToAll> barrier_;
   OpQueue queue_;  // last: its thread stops before the members it uses are destroyed
 };
@@ -121,8 +126,8 @@ class GlooCollective final : public Collective {
 
 absl::string_view GlooAlgorithmName(GlooAlgorithm algorithm) {
   switch (algorithm) {
-    case GlooAlgorithm::kAuto:
-      return "auto";
+    case GlooAlgorithm::kStreamRing:
+      return "stream_ring";
     case GlooAlgorithm::kRingChunked:
       return "ring_chunked";
     case GlooAlgorithm::kHalvingDoubling:
@@ -150,9 +155,18 @@ absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptio
     if (!connected.ok()) return connected.status();
     shm = *std::move(connected);
   }
+  std::unique_ptr<TcpRing> ring;
+  if (!shm && options.algorithm == GlooAlgorithm::kStreamRing) {
+    absl::StatusOr<std::unique_ptr<TcpRing>> connected = ConnectTcpRing(
+        {options.rank, options.size, options.hostname, options.interface, options.timeout,
+         options.busy_poll},
+        *store);
+    if (!connected.ok()) return connected.status();
+    ring = *std::move(connected);
+  }
   try {
     return std::unique_ptr<Collective>(
-        new GlooCollective(options, *std::move(context), std::move(shm)));
+        new GlooCollective(options, *std::move(context), std::move(shm), std::move(ring)));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("gloo: setting up the barrier: ", e.what()));
   }

@@ -1,31 +1,33 @@
 #pragma once
 
-// The Gloo backend: collectives over TCP on host memory, with libgloo's own algorithms.
+// The Gloo backend: collectives over TCP on host memory.
 //
 // Setup: the ranks join through the Store (rendezvous.h), connect a full mesh of TCP
 // pairs (gloo's rendezvous, through an adapter of our Store), and switch the pairs to
 // gloo's synchronous mode: the thread that runs an operation reads the sockets itself,
-// instead of waking gloo's event-loop thread per message, which is what makes raw gloo
-// about twice as fast as c10d's Gloo path on loopback.
+// instead of waking gloo's event-loop thread per message. Broadcasts and barriers run
+// gloo's algorithms on these pairs.
 //
-// Ranks that all run on one machine all-reduce through shared memory instead
-// (shm_all_reduce.h; GlooOptions::shared_memory): same contract, a fraction of the CPU
-// time and latency of loopback TCP.
+// All-reduce, the operation training runs every step, travels one of two ways:
+// - Ranks that all run on one machine: through shared memory (shm_all_reduce.h;
+//   GlooOptions::shared_memory), a fraction of the CPU time and latency of loopback TCP.
+// - Otherwise: a streamed ring over connections of its own (tcp_ring.h), connected after
+//   the mesh. gloo's own algorithms remain selectable (GlooOptions::algorithm) for
+//   comparison; the ring carries several times more on loopback (docs/benchmarks.md).
 //
 // Operations run on one communication thread per collective (OpQueue), so an all-reduce
-// started from a backward hook overlaps the rest of backward. Timeouts are gloo's: a read
-// or write that makes no progress for `timeout` fails the operation; a peer's closed
-// connection fails it at once. On any failure this rank closes all its connections, so
-// its peers fail promptly too instead of waiting out their timeouts.
+// started from a backward hook overlaps the rest of backward. Timeouts: a read or write
+// that makes no progress for `timeout` fails the operation; a peer's closed connection
+// fails it at once. On any failure this rank closes all its connections, so its peers
+// fail promptly too instead of waiting out their timeouts.
 //
-// All-reduce buffers of 256 KiB and more keep their gloo algorithm (set up for that
-// pointer and size) between calls, as the trainer reuses its gradient buckets every
-// step; the kept algorithms hold scratch memory about the size of their buffer. Hence, on
-// top of collective.h's contract: for such buffers every rank must reuse buffers alike —
-// rank r's call reuses an earlier (data, count) exactly when every rank's does. A rank
-// that breaks this gets errors or timeouts, never data written into the wrong buffer
-// (received bytes land in the algorithms' own scratch memory). Smaller buffers are set
-// up per call.
+// With gloo's algorithms, all-reduce buffers of 256 KiB and more keep their algorithm
+// (set up for that pointer and size) between calls, as the trainer reuses its gradient
+// buckets every step; the kept algorithms hold scratch memory about the size of their
+// buffer. Hence, on top of collective.h's contract: for such buffers every rank must
+// reuse buffers alike — rank r's call reuses an earlier (data, count) exactly when every
+// rank's does. A rank that breaks this gets errors or timeouts, never data written into
+// the wrong buffer (received bytes land in the algorithms' own scratch memory).
 //
 // CreateGlooCollective sets SIGPIPE to be ignored, process-wide: gloo writes to sockets
 // with writev(2), which would otherwise kill the process when a peer has died.
@@ -42,11 +44,13 @@
 
 namespace cohort::trainer::collective {
 
+// How ranks that do not share a machine all-reduce.
 enum class GlooAlgorithm {
-  // Halving-doubling for small messages and power-of-two world sizes (fewest rounds),
-  // ring-chunked for large messages on other world sizes (the ring is bandwidth-optimal
-  // there, halving-doubling pays extra steps between its binary blocks).
-  kAuto,
+  // The streamed ring over connections of its own (tcp_ring.h): both directions of every
+  // link busy at once, the steps overlapped.
+  kStreamRing,
+  // gloo's algorithms on its synchronous pairs, in segments (max_segment_bytes); kept
+  // for comparison (cohort_collective_bench --algorithm).
   kRingChunked,
   kHalvingDoubling,
 };
@@ -65,12 +69,13 @@ struct GlooOptions {
   std::string hostname = "127.0.0.1";
   // A network interface to use instead of `hostname` ("eth0"), when not empty.
   std::string interface;
-  GlooAlgorithm algorithm = GlooAlgorithm::kAuto;
+  GlooAlgorithm algorithm = GlooAlgorithm::kStreamRing;
   // Spin while waiting for data instead of sleeping in the kernel: lower latency for one
   // busy core per rank while an operation runs. Off by default: it starves the backward
   // pass that communication overlaps, unless every rank has a core to spare.
   bool busy_poll = false;
-  // An all-reduce runs as segments of at most this many bytes. Synchronous pairs block in
+  // gloo's algorithms only: an all-reduce runs as segments of at most this many bytes.
+  // Synchronous pairs block in
   // write(2) while the peer writes too, so the bytes a rank sends before reading (half a
   // segment) must fit in the kernel's socket buffers: SO_SNDBUF, which Linux caps at
   // twice net.core.wmem_max (212992 by default), plus the peer's receive window; else the

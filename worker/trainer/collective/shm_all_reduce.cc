@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "worker/trainer/collective/failure.h"
+#include "worker/trainer/collective/sum.h"
 
 namespace cohort::trainer::collective {
 
@@ -148,7 +149,7 @@ absl::Status ShmAllReduce::Run(float* data, size_t count) {
         if (r == 0) {
           std::memcpy(out + begin, in + begin, (end - begin) * sizeof(float));
         } else {
-          for (size_t i = begin; i < end; ++i) out[i] += in[i];
+          AddInto(out + begin, in + begin, end - begin);
         }
       }
       std::memcpy(chunk + begin, out + begin, (end - begin) * sizeof(float));
