@@ -181,9 +181,13 @@ def AllReduceTables(all_reduce):
     tcp = all_reduce["tcp"]
     load = all_reduce["other_load"]
     names = {"cohort": "Cohort, shared memory", "cohort_tcp": "Cohort, TCP", "c10d": "c10d"}
-    parts.append(f"Loopback TCP, both directions at once, best of 8 rounds of 1, 4 and 16 MiB: "
-                 f"**{Fmt(tcp, 3) if tcp else '-'} GB/s** per direction (measured by "
-                 "cohort_collective_bench in the same run). Cohort's rows: through shared "
+    parts.append("Loopback TCP, both directions at once, per direction, the best of 8 rounds "
+                 "at each size (measured by cohort_collective_bench in the same run; it falls "
+                 "as the buffers leave the caches): "
+                 + (", ".join(f"{size >> 20} MiB **{Fmt(tcp[size], 3)} GB/s**" for size in sorted(tcp))
+                    or "-")
+                 + ". A 2-rank all-reduce's busbw is what each rank sends per second, so "
+                 "loopback TCP at the same size bounds it. Cohort's rows: through shared "
                  "memory, as its ranks on one machine all-reduce, and over loopback TCP "
                  "(`--tcp`), as ranks on several machines do. Other load: "
                  + ", ".join(f"{names[n]} {load.get(n, 0):.0%}" for n in names) + ".")
@@ -197,8 +201,8 @@ def AllReduceTables(all_reduce):
     parts += [
         "| bytes | c10d median µs | c10d busbw GB/s | Cohort TCP algorithm | Cohort TCP median µs | "
         "Cohort TCP busbw GB/s | Cohort shm median µs | Cohort shm busbw GB/s | "
-        "TCP ÷ c10d | shm ÷ c10d | TCP ÷ loopback | shm ÷ loopback |",
-        "|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+        "TCP ÷ c10d | shm ÷ c10d | loopback TCP GB/s | TCP ÷ loopback | shm ÷ loopback |",
+        "|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for size in sorted(set(rows["cohort"]) | set(rows["cohort_tcp"]) | set(theirs)):
         t, o, m = theirs.get(size), rows["cohort_tcp"].get(size), rows["cohort"].get(size)
 
@@ -206,23 +210,28 @@ def AllReduceTables(all_reduce):
             return f"{a['busbw_gbps'] / b['busbw_gbps']:.2f}" if a and b else "-"
 
         def Share(a):
-            return f"{a['busbw_gbps'] / tcp:.0%}" if a and tcp else "-"
+            return f"{a['busbw_gbps'] / tcp[size]:.0%}" if a and size in tcp else "-"
 
         parts.append(
             f"| {size:,} | {Fmt(t and t['median_us'], 1)} | {Fmt(t and t['busbw_gbps'], 3)} | "
             f"{o['algorithm'] if o else '-'} | {Fmt(o and o['median_us'], 1)} | "
             f"{Fmt(o and o['busbw_gbps'], 3)} | {Fmt(m and m['median_us'], 1)} | "
-            f"{Fmt(m and m['busbw_gbps'], 3)} | {Ratio(o, t)} | {Ratio(m, t)} | {Share(o)} | "
-            f"{Share(m)} |")
+            f"{Fmt(m and m['busbw_gbps'], 3)} | {Ratio(o, t)} | {Ratio(m, t)} | "
+            f"{Fmt(tcp.get(size), 3)} | {Share(o)} | {Share(m)} |")
     parts.append("")
     for name in ("cohort", "cohort_tcp"):
         ours = rows[name]
         big = [size for size in ours if size >= 1 << 20]
         label = names[name]
-        if big and tcp:
-            worst = min(ours[s]["busbw_gbps"] for s in big) / tcp
-            parts.append(f"- {label}: busbw ≥ {MIN_TCP_SHARE:.0%} of loopback TCP for ≥ 1 MiB: "
-                         f"worst {worst:.0%} {'✓' if worst >= MIN_TCP_SHARE else '✗'}")
+        measured = [size for size in big if size in tcp]
+        if measured:
+            worst = min(ours[s]["busbw_gbps"] / tcp[s] for s in measured)
+            # The stricter reading too: against loopback's best figure at any size.
+            strict = min(ours[s]["busbw_gbps"] for s in measured) / max(tcp.values())
+            parts.append(f"- {label}: busbw ≥ {MIN_TCP_SHARE:.0%} of loopback TCP at the same "
+                         f"size for ≥ 1 MiB: worst {worst:.0%} "
+                         f"{'✓' if worst >= MIN_TCP_SHARE else '✗'} (against loopback's best "
+                         f"figure at any size: worst {strict:.0%})")
         both = [s for s in big if s in theirs]
         if both:
             worst = min(ours[s]["busbw_gbps"] / theirs[s]["busbw_gbps"] for s in both)

@@ -424,8 +424,9 @@ def RunTraining(args):
 
 
 def RunAllReduce(args):
-    """Cohort's and c10d's all-reduce rows and the loopback TCP figure, interleaved."""
-    rows = {"cohort": [], "cohort_tcp": [], "c10d": [], "tcp": None, "other_load": {}}
+    """Cohort's and c10d's all-reduce rows and the loopback TCP figures (bytes -> GB/s,
+    the better of the two Cohort runs' measurements), interleaved."""
+    rows = {"cohort": [], "cohort_tcp": [], "c10d": [], "tcp": {}, "other_load": {}}
     if not args.all_reduce:
         return None
     bench = [args.collective_bench, "--json", "--max-bytes", str(args.max_bytes)]
@@ -455,7 +456,7 @@ def RunAllReduce(args):
             except ValueError:
                 continue
             if value.get("what") == "loopback_tcp":
-                rows["tcp"] = max(rows["tcp"] or 0, value["gbps"])
+                rows["tcp"][value["bytes"]] = max(rows["tcp"].get(value["bytes"], 0), value["gbps"])
             elif value.get("what") == "all_reduce":
                 rows[name].append(value)
     return rows

@@ -4,8 +4,10 @@
 // ("shared memory", or the TCP algorithm: Cohort's stream_ring unless --algorithm names
 // one of gloo's), the mean and median latency and the bandwidths:
 // algbw = bytes / mean time and busbw = algbw * 2(n-1)/n (what each link carries, as
-// nccl-tests report it). First it measures the reference: loopback TCP with both
-// directions busy at once, which a 2-rank all-reduce cannot beat. --json prints the same
+// nccl-tests report it). First it measures the reference at each size from 1 MiB: loopback
+// TCP with both directions busy at once, which a 2-rank all-reduce of as many bytes cannot
+// beat (a 2-rank all-reduce's busbw is the bytes each rank sends per second). --json
+// prints the same
 // as one JSON object per line (bench/run reads them).
 
 #include <arpa/inet.h>
@@ -197,17 +199,18 @@ int main(int argc, char** argv) {
   if (algorithm == "halving_doubling") options.algorithm = GlooAlgorithm::kHalvingDoubling;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
-  // The best of 8 rounds at each of 1, 4 and 16 MiB: the most loopback TCP carries.
-  double tcp = -1;
-  for (size_t bytes : {size_t{1} << 20, size_t{4} << 20, size_t{16} << 20}) {
-    tcp = std::max(tcp, LoopbackTcp(bytes, 8));
+  // The reference at every size from 1 MiB up that the all-reduce runs: the most loopback
+  // TCP carries for that many bytes (the best of 8 rounds). It falls with the size, as
+  // larger buffers leave the caches.
+  if (!json) std::printf("loopback TCP, both directions at once, best of 8 rounds, per direction:\n");
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
+    if (bytes < (size_t{1} << 20)) continue;
+    double gbps = LoopbackTcp(bytes, 8);
+    std::printf(json ? "{\"what\": \"loopback_tcp\", \"bytes\": %zu, \"gbps\": %.4f}\n"
+                     : "%10zu  %.3f GB/s\n",
+                bytes, gbps);
   }
-  if (json) {
-    std::printf("{\"what\": \"loopback_tcp\", \"gbps\": %.4f}\n", tcp);
-  } else {
-    std::printf("loopback TCP, both directions at once, best of 1, 4 and 16 MiB x 8: %.3f GB/s "
-                "per direction\n",
-                tcp);
+  if (!json) {
     std::printf("gloo all-reduce, %d ranks on this machine, %s\n", options.size,
                 tcp_only ? absl::StrCat("over loopback TCP, ", GlooAlgorithmName(options.algorithm),
                                         options.algorithm == GlooAlgorithm::kStreamRing

@@ -202,6 +202,9 @@ absl::StatusOr<Fd> AcceptFrom(int listener, int peer, absl::Time deadline,
   }
 }
 
+// How long an operation that is waiting spins before it sleeps in poll(2).
+constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(50);
+
 // The reduce-scatter receive ring: small enough to stay in cache.
 constexpr size_t kScratchBytes = 256 << 10;
 
@@ -324,7 +327,9 @@ absl::Status TcpRing::AllReduce(float* data, size_t count) {
     if (left <= absl::ZeroDuration()) {
       return PeerTimedOut(kOp, waiting_for, options_.timeout, "tcp ring: no data moved");
     }
-    if (options_.busy_poll) continue;
+    // A peer's answer often comes within microseconds: spin a little before sleeping,
+    // as a wake-up from poll(2) costs tens of them.
+    if (options_.busy_poll || absl::Now() - last_progress < kSpinBeforeSleep) continue;
     pollfd fds[2];
     nfds_t nfds = 0;
     if (out_k < segments && out_done < sendable) fds[nfds++] = {next_fd_, POLLOUT, 0};
