@@ -1,8 +1,7 @@
 // cohort_collective_bench: the Gloo backend's all-reduce between N forked ranks, 4 KiB to
 // 64 MiB: through shared memory, as ranks of one machine run it, or with --tcp over
-// loopback TCP, as ranks of several machines would. Prints, per size, the algorithm
-// ("shared memory", or the TCP algorithm: Cohort's stream_ring unless --algorithm names
-// one of gloo's), the mean and median latency and the bandwidths:
+// loopback TCP (the TCP ring, tcp_ring.h), as ranks of several machines would. Prints,
+// per size, the transport, the mean and median latency and the bandwidths:
 // algbw = bytes / mean time and busbw = algbw * 2(n-1)/n (what each link carries, as
 // nccl-tests report it). First it measures the reference at each size from 1 MiB: loopback
 // TCP with both directions busy at once, which a 2-rank all-reduce of as many bytes cannot
@@ -137,7 +136,7 @@ int RunRank(const GlooOptions& options, const std::string& dir, size_t min_bytes
     std::vector<float> buffer(bytes / sizeof(float), 1.0f);
     // The same count on every rank: about 1 GiB moved per size, 5 to 1000 iterations.
     int iterations = static_cast<int>(std::clamp<size_t>((1u << 30) / bytes, 5, 1000));
-    absl::Status s = c.AllReduce(buffer.data(), buffer.size());  // warm-up, builds algorithms
+    absl::Status s = c.AllReduce(buffer.data(), buffer.size());  // warm-up
     if (s.ok()) s = c.Barrier();
     std::vector<double> times;
     Clock::time_point start = Clock::now();
@@ -155,9 +154,7 @@ int RunRank(const GlooOptions& options, const std::string& dir, size_t min_bytes
     }
     if (c.rank() == 0) {
       double algbw = static_cast<double>(bytes) / seconds / 1e9;
-      std::string name(c.transport() == "tcp"
-                           ? GlooAlgorithmName(options.algorithm)
-                           : c.transport());
+      std::string name(c.transport() == "tcp" ? "tcp ring" : c.transport());
       std::printf(json ? "{\"what\": \"all_reduce\", \"bytes\": %zu, \"algorithm\": \"%s\", "
                          "\"mean_us\": %.1f, \"median_us\": %.1f, \"algbw_gbps\": %.4f, "
                          "\"busbw_gbps\": %.4f, \"iterations\": %d}\n"
@@ -177,26 +174,19 @@ int main(int argc, char** argv) {
   CLI::App app("Gloo all-reduce on loopback: latency and bus bandwidth per message size");
   GlooOptions options;
   options.size = 2;
-  std::string algorithm = "stream_ring";
   size_t min_bytes = 4 << 10;
   size_t max_bytes = 64 << 20;
   app.add_option("--ranks", options.size, "ranks to fork")->check(CLI::Range(1, 64));
-  app.add_option("--algorithm", algorithm,
-                 "with --tcp: stream_ring (Cohort's), or gloo's ring_chunked or halving_doubling")
-      ->check(CLI::IsMember({"stream_ring", "ring_chunked", "halving_doubling"}));
   app.add_flag("--busy-poll", options.busy_poll, "spin on receive");
   bool tcp_only = false;
   app.add_flag("--tcp", tcp_only,
                "all-reduce over loopback TCP, not through shared memory as ranks of one machine do");
-  app.add_option("--max-segment-bytes", options.max_segment_bytes, "all-reduce segment size");
   app.add_option("--min-bytes", min_bytes, "smallest message");
   app.add_option("--max-bytes", max_bytes, "largest message");
   bool json = false;
   app.add_flag("--json", json, "one JSON object per line");
   CLI11_PARSE(app, argc, argv);
   options.shared_memory = !tcp_only;
-  if (algorithm == "ring_chunked") options.algorithm = GlooAlgorithm::kRingChunked;
-  if (algorithm == "halving_doubling") options.algorithm = GlooAlgorithm::kHalvingDoubling;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
 
   // The reference at every size from 1 MiB up that the all-reduce runs: the most loopback
@@ -212,10 +202,7 @@ int main(int argc, char** argv) {
   }
   if (!json) {
     std::printf("gloo all-reduce, %d ranks on this machine, %s\n", options.size,
-                tcp_only ? absl::StrCat("over loopback TCP, ", GlooAlgorithmName(options.algorithm),
-                                        options.algorithm == GlooAlgorithm::kStreamRing
-                                            ? ""
-                                            : absl::StrCat(" in segments of ", options.max_segment_bytes, " bytes"),
+                tcp_only ? absl::StrCat("over loopback TCP (the TCP ring)",
                                         options.busy_poll ? ", busy polling" : "").c_str()
                          : "through shared memory");
   }

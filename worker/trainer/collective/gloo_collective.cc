@@ -10,7 +10,6 @@
 #include <gloo/broadcast_one_to_all.h>
 
 #include "absl/strings/str_cat.h"
-#include "worker/trainer/collective/gloo_all_reduce.h"
 #include "worker/trainer/collective/gloo_mesh.h"
 #include "worker/trainer/collective/op_queue.h"
 #include "worker/trainer/collective/shm_all_reduce.h"
@@ -27,7 +26,6 @@ class GlooCollective final : public Collective {
                  std::unique_ptr<ShmAllReduce> shm, std::unique_ptr<TcpRing> ring)
       : options_(options),
         context_(std::move(context)),
-        all_reduce_(context_, options.algorithm, options.max_segment_bytes),
         shm_(std::move(shm)),
         ring_(std::move(ring)),
         // Built here, identically on every rank, so its slots match.
@@ -46,8 +44,7 @@ class GlooCollective final : public Collective {
         }
         if (shm_) return shm_->Run(data, count);
         if (ring_) return ring_->AllReduce(data, count);
-        all_reduce_.Run(data, count);
-        return absl::OkStatus();
+        return absl::OkStatus();  // a world of one rank
       });
     });
   }
@@ -115,35 +112,18 @@ class GlooCollective final : public Collective {
 
   const GlooOptions options_;
   const std::shared_ptr<GlooContext> context_;
-  GlooAllReduce all_reduce_;
   std::unique_ptr<ShmAllReduce> shm_;  // all-reduces when every rank is on this machine
-  std::unique_ptr<TcpRing> ring_;      // all-reduces otherwise, unless gloo's are asked for
+  std::unique_ptr<TcpRing> ring_;      // all-reduces otherwise (null in a world of one)
   std::unique_ptr<gloo::BarrierAllToAll> barrier_;
   OpQueue queue_;  // last: its thread stops before the members it uses are destroyed
 };
 
 }  // namespace
 
-absl::string_view GlooAlgorithmName(GlooAlgorithm algorithm) {
-  switch (algorithm) {
-    case GlooAlgorithm::kStreamRing:
-      return "stream_ring";
-    case GlooAlgorithm::kRingChunked:
-      return "ring_chunked";
-    case GlooAlgorithm::kHalvingDoubling:
-      return "halving_doubling";
-  }
-  return "unknown";
-}
-
 absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptions& options,
                                                                  Store* store) {
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("gloo: timeout must be positive");
-  }
-  if (options.max_segment_bytes < 1024 || options.max_segment_bytes > (1u << 30)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gloo: max_segment_bytes ", options.max_segment_bytes, " is outside [1 KiB, 1 GiB]"));
   }
   std::signal(SIGPIPE, SIG_IGN);
   absl::StatusOr<std::shared_ptr<GlooContext>> context = ConnectGlooMesh(options, *store);
@@ -156,7 +136,7 @@ absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptio
     shm = *std::move(connected);
   }
   std::unique_ptr<TcpRing> ring;
-  if (!shm && options.algorithm == GlooAlgorithm::kStreamRing) {
+  if (!shm) {
     absl::StatusOr<std::unique_ptr<TcpRing>> connected = ConnectTcpRing(
         {options.rank, options.size, options.hostname, options.interface, options.timeout,
          options.busy_poll},

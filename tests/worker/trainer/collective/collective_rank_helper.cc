@@ -137,7 +137,7 @@ class Scenarios {
     for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{256}, size_t{1000},
                          size_t{4097}, size_t{65537}, size_t{262144}, size_t{(1 << 20) + 3}}) {
       Buffer buffer(device(), count * sizeof(float));
-      // Three steps on one buffer: large ones reuse the algorithms they built.
+      // Three steps on one buffer, as the trainer reuses its buckets.
       for (int step = 0; step < 3; ++step) {
         std::vector<float> v = Contribution(count, 0, step);
         buffer.Upload(v.data());
