@@ -6,8 +6,7 @@
 // nccl-tests report it). First it measures the reference at each size from 1 MiB: loopback
 // TCP with both directions busy at once, which a 2-rank all-reduce of as many bytes cannot
 // beat (a 2-rank all-reduce's busbw is the bytes each rank sends per second). --json
-// prints the same
-// as one JSON object per line (bench/run reads them).
+// prints the same as one JSON object per line (bench/run reads them).
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -21,7 +21,7 @@ namespace cohort::trainer::collective {
 // A gloo context whose slot counter can be set aside. Every gloo algorithm takes message
 // slots from the context's counter (an int) when it is built, and all ranks must build
 // the same algorithms in the same order so their slots match. Algorithms built for one
-// call and destroyed right after (small all-reduces, broadcasts) reuse one fixed range
+// call and destroyed right after (broadcasts) reuse one fixed range
 // instead, so the counter does not run out over millions of steps. Reuse is safe: with
 // synchronous pairs a rank reads a connection only inside an operation, and TCP delivers
 // the previous operation's messages before the next one's.
