@@ -137,10 +137,7 @@ absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptio
   }
   std::unique_ptr<TcpRing> ring;
   if (!shm) {
-    absl::StatusOr<std::unique_ptr<TcpRing>> connected = ConnectTcpRing(
-        {options.rank, options.size, options.hostname, options.interface, options.timeout,
-         options.busy_poll},
-        *store);
+    absl::StatusOr<std::unique_ptr<TcpRing>> connected = ConnectTcpRing(options, *store);
     if (!connected.ok()) return connected.status();
     ring = *std::move(connected);
   }

@@ -1,12 +1,6 @@
 #include "worker/trainer/collective/gloo_mesh.h"
 
-#include <ifaddrs.h>
-#include <netdb.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <optional>
 
@@ -18,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "worker/trainer/collective/failure.h"
+#include "worker/trainer/collective/listen_address.h"
 #include "worker/trainer/collective/rendezvous.h"
 
 namespace cohort::trainer::collective {
@@ -78,46 +73,14 @@ absl::string_view StripLocation(absl::string_view what) {
   return what;
 }
 
-// gloo's own lookup trusts its input (a name that does not resolve crashes it), so the
-// address is checked here first.
-absl::Status CheckListenAddress(const GlooOptions& options) {
-  if (!options.interface.empty()) {
-    ifaddrs* list = nullptr;
-    if (getifaddrs(&list) != 0) {
-      return absl::UnavailableError(absl::StrCat("gloo: getifaddrs: ", std::strerror(errno)));
-    }
-    bool found = false;
-    for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
-      if (ifa->ifa_addr != nullptr && options.interface == ifa->ifa_name &&
-          (ifa->ifa_addr->sa_family == AF_INET || ifa->ifa_addr->sa_family == AF_INET6)) {
-        found = true;
-      }
-    }
-    freeifaddrs(list);
-    if (found) return absl::OkStatus();
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gloo: network interface \"", options.interface, "\" does not exist or has no IP address"));
-  }
-  if (options.hostname.empty()) {
-    return absl::InvalidArgumentError("gloo: set the hostname or the interface to listen on");
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* result = nullptr;
-  if (int rv = getaddrinfo(options.hostname.c_str(), nullptr, &hints, &result); rv != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("gloo: cannot resolve address \"",
-                                                   options.hostname, "\": ", gai_strerror(rv)));
-  }
-  freeaddrinfo(result);
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<GlooContext>> ConnectGlooMesh(const GlooOptions& options,
                                                              Store& store) {
   if (absl::Status s = ValidateRankAndSize("gloo", options.rank, options.size); !s.ok()) return s;
-  if (absl::Status s = CheckListenAddress(options); !s.ok()) return s;
+  // gloo's own lookup trusts its input (a name that does not resolve crashes it), so the
+  // address is checked here first.
+  if (absl::Status s = ResolveListenAddress(options).status(); !s.ok()) return s;
   if (absl::Status s = JoinRendezvous(store, options.rank, options.size, options.timeout);
       !s.ok()) {
     return s;

@@ -1,7 +1,6 @@
 #include "worker/trainer/collective/tcp_ring.h"
 
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -13,13 +12,13 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "worker/trainer/collective/failure.h"
+#include "worker/trainer/collective/listen_address.h"
 #include "worker/trainer/collective/sum.h"
 
 namespace cohort::trainer::collective {
@@ -61,47 +60,6 @@ absl::Status WaitFor(int fd, short events, absl::Time deadline) {
     if (rv > 0) return absl::OkStatus();
     if (rv < 0 && errno != EINTR) return Errno("poll");
   }
-}
-
-// The address to listen on, port 0.
-absl::StatusOr<std::pair<sockaddr_storage, socklen_t>> ListenAddress(const TcpRingOptions& o) {
-  sockaddr_storage addr{};
-  if (!o.interface.empty()) {
-    ifaddrs* list = nullptr;
-    if (::getifaddrs(&list) != 0) return Errno("getifaddrs");
-    std::optional<socklen_t> found;
-    for (int family : {AF_INET, AF_INET6}) {
-      for (ifaddrs* ifa = list; ifa != nullptr && !found; ifa = ifa->ifa_next) {
-        if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != family ||
-            o.interface != ifa->ifa_name) {
-          continue;
-        }
-        socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-        std::memcpy(&addr, ifa->ifa_addr, len);
-        found = len;
-      }
-    }
-    ::freeifaddrs(list);
-    if (!found) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tcp ring: network interface \"", o.interface, "\" does not exist or has no IP address"));
-    }
-    // Port 0: the kernel picks one.
-    if (addr.ss_family == AF_INET) reinterpret_cast<sockaddr_in&>(addr).sin_port = 0;
-    if (addr.ss_family == AF_INET6) reinterpret_cast<sockaddr_in6&>(addr).sin6_port = 0;
-    return std::make_pair(addr, *found);
-  }
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* result = nullptr;
-  if (int rv = ::getaddrinfo(o.hostname.c_str(), "0", &hints, &result); rv != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("tcp ring: cannot resolve address \"",
-                                                   o.hostname, "\": ", gai_strerror(rv)));
-  }
-  std::memcpy(&addr, result->ai_addr, result->ai_addrlen);
-  socklen_t len = result->ai_addrlen;
-  ::freeaddrinfo(result);
-  return std::make_pair(addr, len);
 }
 
 absl::Status SetNoDelayNonBlocking(int fd) {
@@ -214,7 +172,7 @@ size_t ChunkBegin(size_t count, int size, int chunk) {
 
 }  // namespace
 
-TcpRing::TcpRing(const TcpRingOptions& options, int next_fd, int prev_fd)
+TcpRing::TcpRing(const GlooOptions& options, int next_fd, int prev_fd)
     : options_(options),
       next_fd_(next_fd),
       prev_fd_(prev_fd),
@@ -340,20 +298,20 @@ absl::Status TcpRing::AllReduce(float* data, size_t count) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<TcpRing>> ConnectTcpRing(const TcpRingOptions& options,
+absl::StatusOr<std::unique_ptr<TcpRing>> ConnectTcpRing(const GlooOptions& options,
                                                          Store& store) {
   if (options.size < 2) return nullptr;
   const absl::Time deadline = absl::Now() + options.timeout;
   const int next = (options.rank + 1) % options.size;
   const int prev = (options.rank + options.size - 1) % options.size;
 
-  absl::StatusOr<std::pair<sockaddr_storage, socklen_t>> addr = ListenAddress(options);
+  absl::StatusOr<ListenAddress> addr = ResolveListenAddress(options);
   if (!addr.ok()) return addr.status();
-  Fd listener(::socket(addr->first.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  Fd listener(::socket(addr->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (listener.get() < 0) return Errno("socket");
   int on = 1;
   ::setsockopt(listener.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr->first), addr->second) != 0) {
+  if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr->addr), addr->len) != 0) {
     return Errno("bind");
   }
   if (::listen(listener.get(), 4) != 0) return Errno("listen");

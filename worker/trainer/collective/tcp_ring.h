@@ -27,27 +27,15 @@
 
 #include <cstddef>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "worker/trainer/collective/gloo_collective.h"
 #include "worker/trainer/collective/store.h"
 
 namespace cohort::trainer::collective {
-
-struct TcpRingOptions {
-  int rank = 0;
-  int size = 1;
-  // The address to listen on: an IP address or a name resolving to one of this host's
-  // addresses; or, when `interface` is not empty, that interface's first address.
-  std::string hostname;
-  std::string interface;
-  absl::Duration timeout = absl::Seconds(30);
-  // Spin on the sockets instead of sleeping in poll(2) while an operation waits.
-  bool busy_poll = false;
-};
 
 class TcpRing {
  public:
@@ -63,21 +51,22 @@ class TcpRing {
   void Abort();
 
  private:
-  friend absl::StatusOr<std::unique_ptr<TcpRing>> ConnectTcpRing(const TcpRingOptions& options,
+  friend absl::StatusOr<std::unique_ptr<TcpRing>> ConnectTcpRing(const GlooOptions& options,
                                                                    Store& store);
-  TcpRing(const TcpRingOptions& options, int next_fd, int prev_fd);
+  TcpRing(const GlooOptions& options, int next_fd, int prev_fd);
 
-  const TcpRingOptions options_;
+  const GlooOptions options_;
   const int next_fd_;         // to rank + 1: this rank sends here
   const int prev_fd_;         // from rank - 1: this rank receives here
   std::vector<float> scratch_;  // where reduce-scatter bytes arrive, used as a ring
 };
 
-// Listens, publishes this rank's address in `store` (keys "ring/addr/<rank>"), connects
+// Listens on `options`' address (rank, size, hostname or interface, timeout and
+// busy_poll apply), publishes this rank's address in `store` (keys "ring/addr/<rank>"), connects
 // to rank + 1 and accepts rank - 1. Null for a world of one rank. Errors:
 // INVALID_ARGUMENT (no such address or interface), DEADLINE_EXCEEDED (a neighbour did not
 // publish or connect within the timeout, named), UNAVAILABLE (network).
-absl::StatusOr<std::unique_ptr<TcpRing>> ConnectTcpRing(const TcpRingOptions& options,
+absl::StatusOr<std::unique_ptr<TcpRing>> ConnectTcpRing(const GlooOptions& options,
                                                          Store& store);
 
 }  // namespace cohort::trainer::collective
