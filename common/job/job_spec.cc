@@ -1,6 +1,7 @@
 #include "common/job/job_spec.h"
 
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -137,11 +138,13 @@ absl::string_view PrecisionName(Precision precision) {
 }
 
 absl::StatusOr<Precision> PrecisionFromName(absl::string_view name) {
+  std::string supported;
   for (Precision p : {Precision::kFloat32, Precision::kMixedBfloat16}) {
     if (name == PrecisionName(p)) return p;
+    absl::StrAppend(&supported, supported.empty() ? "" : ", ", PrecisionName(p));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("'", name, "' is not supported; supported: float32, mixed_bfloat16"));
+      absl::StrCat("'", name, "' is not supported; supported: ", supported));
 }
 
 absl::string_view DeviceName(Device device) {
