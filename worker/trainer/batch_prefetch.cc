@@ -11,12 +11,12 @@ BatchPrefetcher::~BatchPrefetcher() {
   if (thread_.joinable()) thread_.join();
 }
 
-BatchPrefetcher::Batch BatchPrefetcher::Gather(int64_t step) const {
+BatchPrefetcher::Batch BatchPrefetcher::Gather(int64_t step, bool threaded) const {
   Batch b;
   BatchPlan::Slice slice = plan_.RankSlice(step);
   if (slice.rows.empty()) return b;
   try {
-    b.status = data_.GatherTrain(slice.rows, device_, check_, &b.x, &b.y);
+    b.status = data_.GatherTrain(slice.rows, device_, check_, threaded, &b.x, &b.y);
   } catch (const std::exception& e) {  // LibTorch's, on the gathering thread
     b.status = absl::InternalError(e.what());
   }
@@ -32,7 +32,7 @@ void BatchPrefetcher::GatherLoop() {
     asked_ = -1;
     gathering_ = true;
     lock.unlock();
-    Batch b = Gather(step);
+    Batch b = Gather(step, /*threaded=*/false);
     lock.lock();
     gathering_ = false;
     done_ = std::move(b);
@@ -52,7 +52,7 @@ std::optional<BatchPrefetcher::Batch> BatchPrefetcher::TakeGathered(int64_t step
 
 absl::Status BatchPrefetcher::Take(int64_t step, torch::Tensor* x, torch::Tensor* y) {
   std::optional<Batch> b = TakeGathered(step);
-  if (!b) b = Gather(step);
+  if (!b) b = Gather(step, /*threaded=*/true);
   if (background_ && step + 1 < plan_.steps()) {
     {
       std::lock_guard<std::mutex> lock(mu_);

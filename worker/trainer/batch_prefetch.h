@@ -15,7 +15,8 @@
 // other, so one descheduled thread stalls a whole product), and gathering in line was
 // 5-10% faster (mlp, batch 128: 1 rank on 2 threads, or 2 ranks of 1 thread, on 2
 // cores); with a spare core, gathering in the background was 6% faster (mlp, batch
-// 1024, 1 rank on 1 thread).
+// 1024, 1 rank on 1 thread). In line, the rows are copied by the rank's compute
+// threads (Dataset::GatherTrain's `threaded`).
 //
 // Threads: one training thread calls Take; one gathering thread, started by the first
 // Take and kept for the prefetcher's life (a thread per step cost a clone, a stack
@@ -51,7 +52,9 @@ class BatchPrefetcher {
     absl::Status status;
     torch::Tensor x, y;
   };
-  Batch Gather(int64_t step) const;
+  // On the training thread, `threaded` (the rank's compute threads copy the rows); on
+  // the gathering thread, not (it has no threads of its own to spare).
+  Batch Gather(int64_t step, bool threaded) const;
   void GatherLoop();
   // The batch of `step` from the gathering thread, if it was asked for that step; waits
   // for it. Any other outstanding gather is waited for and dropped.

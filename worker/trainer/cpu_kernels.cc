@@ -20,27 +20,14 @@ namespace cohort::trainer {
 
 namespace {
 
-// Elementwise passes over the flat buffers are split across the calling thread's
-// OpenMP threads (a rank's compute threads: SetCpuThreads), in slices of whole cache
-// lines. Each element is computed alone, so the split changes no bit. Below this many
-// elements a slice is not worth a thread's start.
+// Elementwise passes over the flat buffers are split into slices of whole cache lines.
+// Each element is computed alone, so the split changes no bit. Below this many elements
+// a slice is not worth a thread's start.
 constexpr size_t kParallelMinElements = size_t{1} << 15;
 
 template <typename SliceFn>
 void ForEachSlice(size_t n, SliceFn&& slice) {
-  const int threads = n >= 2 * kParallelMinElements && !omp_in_parallel() ? omp_get_max_threads() : 1;
-  if (threads <= 1) {
-    slice(size_t{0}, n);
-    return;
-  }
-  constexpr size_t kLine = 64 / sizeof(float);
-  const size_t per = ((n + threads - 1) / threads + kLine - 1) / kLine * kLine;
-#pragma omp parallel num_threads(threads)
-  {
-    const size_t begin = std::min(n, per * static_cast<size_t>(omp_get_thread_num()));
-    const size_t end = std::min(n, begin + per);
-    if (begin < end) slice(begin, end);
-  }
+  ParallelSlices(n, 64 / sizeof(float), kParallelMinElements, slice);
 }
 
 COHORT_CPU_CLONES
@@ -78,6 +65,22 @@ void Bfloat16Slice(const float* __restrict x, uint16_t* __restrict out, size_t n
 }
 
 }  // namespace
+
+void ParallelSlices(size_t n, size_t align, size_t min_items,
+                    const std::function<void(size_t, size_t)>& slice) {
+  const int threads = n >= 2 * min_items && !omp_in_parallel() ? omp_get_max_threads() : 1;
+  if (threads <= 1) {
+    if (n > 0) slice(size_t{0}, n);
+    return;
+  }
+  const size_t per = ((n + threads - 1) / threads + align - 1) / align * align;
+#pragma omp parallel num_threads(threads)
+  {
+    const size_t begin = std::min(n, per * static_cast<size_t>(omp_get_thread_num()));
+    const size_t end = std::min(n, begin + per);
+    if (begin < end) slice(begin, end);
+  }
+}
 
 void ToBfloat16(std::span<const float> values, uint16_t* out) {
   ForEachSlice(values.size(), [&](size_t begin, size_t end) {

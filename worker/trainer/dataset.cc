@@ -1,9 +1,12 @@
 #include "worker/trainer/dataset.h"
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "common/keras/shape.h"
+#include "worker/trainer/cpu_kernels.h"
 
 namespace cohort::trainer {
 namespace {
@@ -140,8 +143,38 @@ absl::StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const job::DataSpec& spec
   return d;
 }
 
+namespace {
+
+// Below this many bytes a thread's share of a gather is not worth its start.
+constexpr size_t kThreadedGatherMinBytes = size_t{64} << 10;
+
+// a's rows `rows` into `out` (as many rows, of `dtype`), split across the calling
+// thread's OpenMP threads when `threaded`; the error is that of the first bad row.
+absl::Status GatherRows(const npy::NpyArray& a, std::span<const int64_t> rows, npy::DType dtype,
+                        bool threaded, torch::Tensor& out) {
+  if (!threaded || rows.empty()) return a.GatherRows(rows, dtype, out.data_ptr());
+  const size_t row_bytes = out.nbytes() / rows.size();
+  std::mutex mu;
+  size_t first_bad = rows.size();
+  absl::Status error;
+  ParallelSlices(rows.size(), 1, std::max<size_t>(1, kThreadedGatherMinBytes / row_bytes),
+                 [&](size_t begin, size_t end) {
+                   absl::Status s = a.GatherRows(rows.subspan(begin, end - begin), dtype,
+                                                 static_cast<char*>(out.data_ptr()) + begin * row_bytes);
+                   if (s.ok()) return;
+                   std::lock_guard<std::mutex> lock(mu);
+                   if (begin < first_bad) {
+                     first_bad = begin;
+                     error = std::move(s);
+                   }
+                 });
+  return error;
+}
+
+}  // namespace
+
 absl::Status Dataset::Gather(const ArrayPair& arrays, std::span<const int64_t> rows,
-                             torch::Device device, bool check, torch::Tensor* x,
+                             torch::Device device, bool check, bool threaded, torch::Tensor* x,
                              torch::Tensor* y) const {
   auto shape = [&](const std::vector<int64_t>& row) {
     std::vector<int64_t> s{static_cast<int64_t>(rows.size())};
@@ -151,8 +184,8 @@ absl::Status Dataset::Gather(const ArrayPair& arrays, std::span<const int64_t> r
   auto dtype = [](npy::DType t) { return t == npy::DType::kInt64 ? torch::kLong : torch::kFloat32; };
   torch::Tensor xb = torch::empty(shape(x_row_shape_), dtype(x_dtype_));
   torch::Tensor yb = torch::empty(shape(y_row_shape_), dtype(y_dtype_));
-  if (absl::Status s = arrays.x->GatherRows(rows, x_dtype_, xb.data_ptr()); !s.ok()) return s;
-  if (absl::Status s = arrays.y->GatherRows(rows, y_dtype_, yb.data_ptr()); !s.ok()) return s;
+  if (absl::Status s = GatherRows(*arrays.x, rows, x_dtype_, threaded, xb); !s.ok()) return s;
+  if (absl::Status s = GatherRows(*arrays.y, rows, y_dtype_, threaded, yb); !s.ok()) return s;
   if (check) {
     for (auto [t, a] : {std::pair{&xb, arrays.x.get()}, std::pair{&yb, arrays.y.get()}}) {
       if (!t->is_floating_point()) continue;
@@ -170,8 +203,8 @@ absl::Status Dataset::Gather(const ArrayPair& arrays, std::span<const int64_t> r
 }
 
 absl::Status Dataset::GatherTrain(std::span<const int64_t> rows, torch::Device device, bool check,
-                                  torch::Tensor* x, torch::Tensor* y) const {
-  return Gather(train_, rows, device, check, x, y);
+                                  bool threaded, torch::Tensor* x, torch::Tensor* y) const {
+  return Gather(train_, rows, device, check, threaded, x, y);
 }
 
 absl::Status Dataset::GatherValidation(int64_t begin, int64_t end, torch::Device device,
@@ -179,7 +212,8 @@ absl::Status Dataset::GatherValidation(int64_t begin, int64_t end, torch::Device
   std::vector<int64_t> rows(end - begin);
   int64_t offset = validation_.x ? 0 : train_rows_;
   for (int64_t i = begin; i < end; ++i) rows[i - begin] = offset + i;
-  return Gather(validation_.x ? validation_ : train_, rows, device, /*check=*/true, x, y);
+  return Gather(validation_.x ? validation_ : train_, rows, device, /*check=*/true,
+                /*threaded=*/true, x, y);
 }
 
 }  // namespace cohort::trainer

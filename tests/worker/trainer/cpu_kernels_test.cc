@@ -5,10 +5,14 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <random>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -90,6 +94,37 @@ TEST_CASE("AllFinite finds a NaN or infinity wherever it is, on any number of th
         CHECK_FALSE(AllFinite(values));
         values[at] = 1.5f;
       }
+    }
+  }
+  omp_set_num_threads(1);
+}
+
+TEST_CASE("ParallelSlices covers every item once, in aligned slices, one per thread",
+          "[cpu_kernels]") {
+  for (int threads : {1, 2, 3}) {
+    for (size_t n : {size_t{0}, size_t{5}, size_t{99}, size_t{100}, size_t{1001}}) {
+      CAPTURE(threads, n);
+      omp_set_num_threads(threads);
+      std::vector<int> seen(n, 0);
+      std::mutex mu;
+      std::vector<std::pair<size_t, size_t>> slices;
+      std::set<int> thread_numbers;
+      ParallelSlices(n, /*align=*/8, /*min_items=*/50, [&](size_t begin, size_t end) {
+        std::lock_guard<std::mutex> lock(mu);
+        slices.emplace_back(begin, end);
+        thread_numbers.insert(omp_get_thread_num());
+        for (size_t i = begin; i < end; ++i) ++seen[i];
+      });
+      CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<std::ptrdiff_t>(n));
+      for (auto [begin, end] : slices) {
+        CHECK(begin < end);
+        CHECK(begin % 8 == 0);
+        CHECK((end % 8 == 0 || end == n));
+      }
+      // Below 2 * min_items, or on one thread, one slice on the calling thread.
+      const size_t expected = n == 0 ? 0 : (n < 100 || threads == 1 ? 1 : threads);
+      CHECK(slices.size() == expected);
+      CHECK(thread_numbers.size() == expected);
     }
   }
   omp_set_num_threads(1);
