@@ -104,8 +104,10 @@ void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std:
   });
 }
 
+namespace {
+
 COHORT_CPU_CLONES
-void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns, bool relu) {
+void AddBiasReluRows(float* values, const float* bias, int64_t rows, int64_t columns, bool relu) {
   for (int64_t r = 0; r < rows; ++r) {
     float* __restrict v = values + r * columns;
     if (bias != nullptr) {
@@ -116,6 +118,16 @@ void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns
       for (int64_t c = 0; c < columns; ++c) v[c] = v[c] < 0.0f ? 0.0f : v[c];
     }
   }
+}
+
+}  // namespace
+
+void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns, bool relu) {
+  // Rows enough for a slice to be worth a thread.
+  const size_t min_rows = std::max<size_t>(1, kParallelMinElements / std::max<int64_t>(1, columns));
+  ParallelSlices(rows, 1, min_rows, [&](size_t begin, size_t end) {
+    AddBiasReluRows(values + begin * columns, bias, end - begin, columns, relu);
+  });
 }
 
 COHORT_CPU_CLONES

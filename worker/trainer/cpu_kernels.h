@@ -61,6 +61,10 @@ void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns
 // column_sums = the gradient summed over rows (the bias' gradient) when not null.
 void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
                             float* column_sums);
+// AddBiasRelu splits large blocks by rows across the OpenMP threads as AllFinite (mlp
+// 1024, 1 x 2: forward 1.29-1.46 -> 1.23-1.27 ms). ReluBackwardColumnSums runs on the
+// calling thread: split by columns (so that each column is still summed in row order)
+// it made the backward slower, 1.51-1.73 -> 1.61-1.73 ms.
 
 // The rows of a row-major rows x columns block whose largest value is at the column
 // `labels` names (sparse categorical accuracy), or, when `labels` is null, at the

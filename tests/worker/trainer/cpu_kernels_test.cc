@@ -99,6 +99,41 @@ TEST_CASE("AllFinite finds a NaN or infinity wherever it is, on any number of th
   omp_set_num_threads(1);
 }
 
+TEST_CASE("the Dense layer's passes give the formula's bits on any number of threads",
+          "[cpu_kernels]") {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  // Small enough to stay on one thread, and large enough to be split.
+  for (auto [rows, columns] : {std::pair<int64_t, int64_t>{7, 10}, {1024, 256}, {999, 130}}) {
+    std::vector<float> start(rows * columns), output(rows * columns), bias(columns);
+    for (float& x : start) x = normal(rng);
+    for (float& x : output) x = normal(rng);
+    for (float& x : bias) x = normal(rng);
+    // The formulas, one element at a time.
+    std::vector<float> activated = start, masked = start, sums(columns, 0.0f);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < columns; ++c) {
+        float& a = activated[r * columns + c];
+        a = std::max(a + bias[c], 0.0f);
+        float& g = masked[r * columns + c];
+        if (output[r * columns + c] <= 0.0f) g = 0.0f;
+        sums[c] += g;
+      }
+    }
+    for (int threads : {1, 2, 3}) {
+      CAPTURE(rows, columns, threads);
+      omp_set_num_threads(threads);
+      std::vector<float> values = start, gradient = start, column_sums(columns, -1.0f);
+      AddBiasRelu(values.data(), bias.data(), rows, columns, /*relu=*/true);
+      ReluBackwardColumnSums(gradient.data(), output.data(), rows, columns, column_sums.data());
+      omp_set_num_threads(1);
+      CHECK(SameBits(values, activated));
+      CHECK(SameBits(gradient, masked));
+      CHECK(SameBits(column_sums, sums));
+    }
+  }
+}
+
 TEST_CASE("ParallelSlices covers every item once, in aligned slices, one per thread",
           "[cpu_kernels]") {
   for (int threads : {1, 2, 3}) {
