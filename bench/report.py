@@ -259,7 +259,8 @@ def Report(args, machine, training, all_reduce, notes):
         f"- {machine['nproc']} CPUs (nproc): {machine['cpu']}",
         f"- {machine['os']}, glibc {machine['glibc']}, Python {machine['python']}, "
         f"PyTorch {machine['torch']} (Debian python3-torch, the LibTorch Cohort links)",
-        f"- BLAS behind LibTorch's CPU matrix products (libblas.so.3): {machine['blas']}",
+        f"- BLAS behind LibTorch's CPU matrix products (libblas.so.3): {machine['blas']}; "
+        f"OPENBLAS_CORETYPE {machine['openblas_core']}",
         f"- jemalloc: {machine['jemalloc']}",
         f"- load average when the run started: {machine['loadavg']}; the benchmark ran "
         f"at nice {os.nice(0)}; other load during the training runs: "
@@ -341,6 +342,7 @@ def Machine(python, jemalloc):
         "jemalloc": jemalloc if os.path.exists(jemalloc) else "not installed (rows skipped)",
         "loadavg": " ".join(open("/proc/loadavg").read().split()[:3]),
         "blas": Blas(),
+        "openblas_core": os.environ.get("OPENBLAS_CORETYPE", "unset (OpenBLAS detects the CPU)"),
     }
 
 
