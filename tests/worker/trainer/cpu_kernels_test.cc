@@ -74,6 +74,22 @@ TEST_CASE("AdamUpdate computes Keras' formula, bit for bit, on any number of thr
       CHECK(SameBits(s.m, reference.m));
       CHECK(SameBits(s.v, reference.v));
     }
+    // Buffers that start at every offset within a cache line: the slices' unaligned
+    // heads and tails take the one-lane loop, the rest the wide (streaming) one.
+    for (size_t offset = 1; offset < 16 && n > 16; offset += 3) {
+      CAPTURE(n, offset);
+      AdamState s = start;
+      const size_t len = n - offset;
+      omp_set_num_threads(2);
+      AdamUpdate(std::span(s.variable).subspan(offset), std::span(s.gradient).subspan(offset),
+                 std::span(s.m).subspan(offset), std::span(s.v).subspan(offset), kAdam);
+      omp_set_num_threads(1);
+      CHECK(std::memcmp(s.variable.data() + offset, reference.variable.data() + offset,
+                        len * sizeof(float)) == 0);
+      CHECK(std::memcmp(s.m.data() + offset, reference.m.data() + offset, len * sizeof(float)) == 0);
+      CHECK(std::memcmp(s.v.data() + offset, reference.v.data() + offset, len * sizeof(float)) == 0);
+      CHECK(std::memcmp(s.variable.data(), start.variable.data(), offset * sizeof(float)) == 0);
+    }
   }
 }
 
