@@ -141,18 +141,17 @@ absl::Status ShmAllReduce::Run(float* data, size_t count) {
     }
     absl::Status s = Barrier();  // every slot written
     if (s.ok()) {
-      // This rank's slice, summed in rank order: every rank gets the same bits.
+      // This rank's slice, summed in rank order: every rank gets the same bits. The
+      // first two ranks' slices are added in one pass, and the last pass also writes
+      // the sum into this rank's own buffer (ranks 0 and 1 read, the result area and
+      // `chunk` written, all at once: 2 ranks take one pass, not three).
       auto [begin, end] = slice(rank_);
-      float* __restrict out = result_;
-      for (int r = 0; r < size_; ++r) {
-        const float* __restrict in = r == rank_ ? chunk : slots_ + r * kChunk;
-        if (r == 0) {
-          std::memcpy(out + begin, in + begin, (end - begin) * sizeof(float));
-        } else {
-          AddInto(out + begin, in + begin, end - begin);
-        }
-      }
-      std::memcpy(chunk + begin, out + begin, (end - begin) * sizeof(float));
+      const size_t len = end - begin;
+      auto in = [&](int r) { return (r == rank_ ? chunk : slots_ + r * kChunk) + begin; };
+      float* out = result_ + begin;
+      SumTo(out, size_ == 2 ? chunk + begin : nullptr, in(0), in(1), len);
+      for (int r = 2; r < size_; ++r) AddInto(out, in(r), len);
+      if (size_ > 2) std::memcpy(chunk + begin, out, len * sizeof(float));
       s = Barrier();  // every slice summed
     }
     if (!s.ok()) {
