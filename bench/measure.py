@@ -20,12 +20,21 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SESSION_NICE = None
 
 
+def CpuInfoField(name):
+    """The first value of field `name` in /proc/cpuinfo; None where there is none."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == name:
+                    return value.strip()
+    except OSError:
+        pass
+    return None
+
+
 def CpuModel():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
+    return CpuInfoField("model name") or platform.processor() or "unknown"
 
 
 def MachineTicks():

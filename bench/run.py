@@ -43,7 +43,7 @@ import tempfile
 import threading
 
 import measure
-from measure import ProcessCpuSeconds, Run, WaitForQuiet
+from measure import CpuInfoField, ProcessCpuSeconds, Run, WaitForQuiet
 from report import Machine, Report
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -134,15 +134,7 @@ def OpenBlasCoreType():
     product in PyTorch took 12.8 ms on one thread, 2.9 ms as SkylakeX, and PyTorch
     eager ran 3-5x slower than on the same CPU detected. Every system of the benchmark
     runs with it."""
-    flags = set()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        return None
+    flags = set((CpuInfoField("flags") or "").split())
     if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags:
         return "SkylakeX"
     if {"avx2", "fma"} <= flags:
@@ -611,8 +603,10 @@ def main(argv):
     args.keras_backends, keras_note = KerasBackends(args.keras_python)
     args.command = "bench/run " + shlex.join(RerunArguments(argv))
 
-    if "OPENBLAS_CORETYPE" not in os.environ and OpenBlasCoreType():
-        os.environ["OPENBLAS_CORETYPE"] = OpenBlasCoreType()
+    if "OPENBLAS_CORETYPE" not in os.environ:
+        core = OpenBlasCoreType()
+        if core:
+            os.environ["OPENBLAS_CORETYPE"] = core
     machine = Machine(args.python, JEMALLOC)
     args.work_dir = tempfile.mkdtemp(prefix="cohort-bench-")
     try:

@@ -60,7 +60,6 @@ void AdamSlice(float* __restrict var, const float* __restrict g, float* __restri
 }
 
 #if defined(__x86_64__)
-#define COHORT_STREAMING_ADAM 1
 // AdamSlice writing the variable with streaming (non-temporal) stores, AVX-512 only: the
 // same operations in the same order on 16 lanes, so the same bits. Why: when a rank
 // computes on several threads, every thread's matrix products read all of a layer's
@@ -95,6 +94,17 @@ void AdamSliceStreaming(float* __restrict var, const float* __restrict g, float*
   }
   _mm_sfence();  // the streamed stores visible before the thread leaves the slice
   AdamSlice(var + i, g + i, mp + i, vp + i, n - i, c);
+}
+
+bool HasStreamingAdam() {
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return avx512;
+}
+#else
+bool HasStreamingAdam() { return false; }
+void AdamSliceStreaming(float* var, const float* g, float* mp, float* vp, size_t n,
+                        const AdamCoefficients& c) {
+  AdamSlice(var, g, mp, vp, n, c);
 }
 #endif
 
@@ -142,19 +152,11 @@ bool AllFinite(std::span<const float> values) {
 
 void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std::span<float> m,
                 std::span<float> v, const AdamCoefficients& c) {
-#ifdef COHORT_STREAMING_ADAM
-  static const bool streaming = __builtin_cpu_supports("avx512f");
-#endif
   ForEachSlice(variable.size(), [&](size_t begin, size_t end) {
-#ifdef COHORT_STREAMING_ADAM
-    if (streaming && omp_get_num_threads() > 1) {
-      AdamSliceStreaming(variable.data() + begin, gradient.data() + begin, m.data() + begin,
-                         v.data() + begin, end - begin, c);
-      return;
-    }
-#endif
-    AdamSlice(variable.data() + begin, gradient.data() + begin, m.data() + begin,
-              v.data() + begin, end - begin, c);
+    // Split across threads, the weights' lines are in every core's cache (above).
+    auto* slice = HasStreamingAdam() && omp_get_num_threads() > 1 ? AdamSliceStreaming : AdamSlice;
+    slice(variable.data() + begin, gradient.data() + begin, m.data() + begin,
+          v.data() + begin, end - begin, c);
   });
 }
 
