@@ -15,7 +15,12 @@
 // with synchronized clocks merge into one timeline (common/chrome_trace.h).
 //
 // At most `max_spans` spans are kept (later ones are counted, not kept: a long run
-// traces its beginning). Write() replaces the file atomically (write, then rename).
+// traces its beginning). The first Write() to a path makes the file atomically (write,
+// then rename); later ones to the same path append the spans added since, in place of
+// the file's closing bytes, so a run that writes at every epoch's end writes each span
+// once instead of the whole trace again (at epoch 16 of the mlp at 128 rows a rewrite
+// took 28 ms, inside the epoch). The file is a complete trace after every Write; a
+// process killed during one leaves it unterminated, every span before intact.
 // Torch-free. Training thread only.
 
 #include <cstdint>
@@ -60,7 +65,8 @@ class StepTrace {
 
   // The whole trace as Chrome trace JSON.
   std::string Json() const;
-  absl::Status Write(const std::string& path) const;
+  // The whole trace into `path`: the spans written to it before are not written again.
+  absl::Status Write(const std::string& path);
 
  private:
   struct Span {
@@ -71,10 +77,20 @@ class StepTrace {
     int epoch;
     int64_t step;
   };
+  std::string Head() const;                   // up to the first span
+  std::string Tail() const;                   // after the last one
+  void AppendSpan(const Span& s, std::string& out) const;  // ",{...}"
+
   const int rank_;
   const size_t max_spans_;
   std::vector<Span> spans_;
   int64_t dropped_ = 0;
+  // What Write left in `written_path_`: the spans before `written_spans_`, whose text
+  // ends at byte `written_bytes_` (where Tail() begins), in a file of `written_size_`.
+  std::string written_path_;
+  size_t written_spans_ = 0;
+  int64_t written_bytes_ = 0;
+  int64_t written_size_ = 0;
 };
 
 // The rank files `dir`/rank-*.json merged into one trace at `out_path`
