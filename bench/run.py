@@ -129,11 +129,11 @@ def Tuned(allocator):
 def OpenBlasCoreType():
     """The OPENBLAS_CORETYPE that names this CPU's kernels, from its flags; None when
     nothing better than OpenBLAS' own detection is known. OpenBLAS picks kernels by the
-    CPU's model number, and where a VM hides it ("Intel(R) Xeon(R) Processor") 0.3.21
-    falls back to Prescott's SSE3 kernels: on such a machine a 1024x784 @ 784x256
-    product in PyTorch took 12.8 ms on one thread, 2.9 ms as SkylakeX, and PyTorch
-    eager ran 3-5x slower than on the same CPU detected. Every system of the benchmark
-    runs with it."""
+    CPU's model number, and on a CPU newer than it knows (0.3.21 on an Emerald Rapids,
+    family 6, model 207) it falls back to Prescott's SSE3 kernels: there a 1024x784 @
+    784x256 product in PyTorch took 12.8 ms on one thread, 2.9 ms as SkylakeX, and
+    PyTorch eager ran 3-5x slower than on a CPU OpenBLAS knows. Every system of the
+    benchmark runs with it (cohort-worker would set it for itself: cpu_threads.h)."""
     flags = set((CpuInfoField("flags") or "").split())
     if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags:
         return "SkylakeX"

@@ -5,7 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -25,6 +28,7 @@
 #include "worker/agent/pod_environment.h"
 #include "worker/trainer/devices.h"
 #include "worker/trainer/commands.h"
+#include "worker/trainer/cpu_threads.h"
 
 namespace {
 
@@ -60,6 +64,15 @@ absl::StatusOr<std::unique_ptr<cohort::trainer::collective::Store>> OpenStore(ab
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything else: OpenBLAS chose its kernels when it loaded, and only a new
+  // process image loads it again (worker/trainer/cpu_threads.h).
+  if (std::optional<std::string> core = cohort::trainer::OpenBlasCoreTypeToSet()) {
+    setenv("OPENBLAS_CORETYPE", core->c_str(), 1);
+    execv("/proc/self/exe", argv);
+    std::fprintf(stderr, "cohort-worker: could not restart with OPENBLAS_CORETYPE=%s (%s); "
+                 "LibTorch's matrix products run on OpenBLAS' %s kernels\n",
+                 core->c_str(), std::strerror(errno), cohort::trainer::OpenBlasCore().c_str());
+  }
   CLI::App app{"cohort-worker: the Cohort node agent (and, with `train`, one rank of a job)"};
   const char* env_coordinator = std::getenv("COHORT_COORDINATOR");
   std::string coordinator = env_coordinator ? env_coordinator : "";

@@ -23,6 +23,18 @@
 // 1.7x slower after ~1,000 steps on repeated data (PyTorch eager alike). Keras'
 // TensorFlow and JAX backends flush denormals to zero, and so do a rank's threads.
 
+//
+// OpenBLAS picks its kernels by the CPU's model number when it loads, before main. On
+// a CPU newer than it knows (0.3.21, Debian 12's, on an Emerald Rapids: family 6, model
+// 207) it falls back to Prescott's SSE3 kernels: LibTorch's 1024x784 @ 784x256 product
+// took 13.2 ms on one thread instead of 2.9 ms, and the mlp through autograd trained at
+// 27k samples/s instead of 118k. OPENBLAS_CORETYPE names the kernels instead, and it has
+// to be in the environment when the library loads: cohort-worker starts itself again
+// with it where OpenBlasCoreTypeToSet() says so (worker/main.cc).
+
+#include <optional>
+#include <string>
+
 namespace cohort::trainer {
 
 // The cores this process may run on: its CPU affinity (taskset, a container's cpuset),
@@ -41,5 +53,15 @@ void SetCpuThreads(int threads, bool intra_op);
 // (a new thread inherits its creator's floating-point mode). Call first, before
 // anything starts LibTorch's intra-op pool.
 void FlushDenormalsToZero();
+
+// The kernels the OpenBLAS loaded in this process runs ("SkylakeX"); empty when the BLAS
+// is not OpenBLAS.
+std::string OpenBlasCore();
+
+// The OPENBLAS_CORETYPE to start with, when OpenBLAS fell back to kernels without AVX2
+// on a CPU that has AVX2 and FMA: "SkylakeX" where the CPU has AVX-512 (F, CD, BW, DQ,
+// VL), else "Haswell". Nullopt where OpenBLAS chose kernels of that class itself, where
+// OPENBLAS_CORETYPE is set already (the user's choice stands), or without OpenBLAS.
+std::optional<std::string> OpenBlasCoreTypeToSet();
 
 }  // namespace cohort::trainer

@@ -3,7 +3,8 @@
 // Progress events of a training run as JSON lines, one object per line, flushed at
 // once: what the agent forwards to the coordinator and what `bench/` reads. Every
 // object has "event" and "time" (seconds since the Unix epoch); the kinds:
-//   {"event":"start", "rank", "world", "epochs", "steps", "samples", "device"}
+//   {"event":"start", "rank", "world", "epochs", "first_epoch", "steps", "samples", "device",
+//    "training_step", "precision", "all_reduce", "openblas_core"}
 //   {"event":"step", "epoch", "epochs", "step", "steps", "metrics":{name: value},
 //    "samples_per_second"}     (rank 0 only, at most every `step_interval`)
 //   {"event":"epoch_end", "epoch", "epochs", "metrics":{...incl. val_*}, "seconds",

@@ -527,7 +527,8 @@ absl::Status Run::Execute() {
                          {"samples", data_->train_rows()}, {"device", device_.str()},
                          {"training_step", dense_ ? "dense_graph" : "autograd"},
                          {"precision", std::string(job::PrecisionName(fit.precision))},
-                         {"all_reduce", collective_ ? std::string(collective_->transport()) : "none"}});
+                         {"all_reduce", collective_ ? std::string(collective_->transport()) : "none"},
+                         {"openblas_core", OpenBlasCore()}});
   for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
     absl::Time start = absl::Now();
     nlohmann::json logs = nlohmann::json::object();

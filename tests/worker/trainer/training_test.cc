@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -294,6 +295,45 @@ TEST_CASE("fit.precision mixed_bfloat16 trains digits_cnn to 95% on 1 rank and o
   double accuracy = TrainMixedAgainstFloat32(w, job, world, "autograd");
   WARN("digits_cnn in mixed_bfloat16 on " << world << " rank(s): test accuracy " << accuracy);
   CHECK(accuracy >= 0.95);
+}
+
+// The kernels OpenBLAS runs in a rank, from its "start" event.
+std::string OpenBlasCoreOfRun(const std::vector<std::string>& argv,
+                              const std::map<std::string, std::string>& env = {}) {
+  CommandResult r = RunCommand(argv, kRunTimeout, env);
+  INFO(Describe(r));
+  REQUIRE(r.status.code == 0);
+  for (const nlohmann::json& e : Events(r.out)) {
+    if (e.value("event", "") == "start") return e.at("openblas_core").get<std::string>();
+  }
+  FAIL("no start event");
+  return "";
+}
+
+TEST_CASE("a rank runs OpenBLAS on the AVX2 or AVX-512 kernels its CPU has", "[trainer]") {
+  Workspace w;
+  Job job;
+  job.every_epochs = 0;
+  const std::string path = w.WriteJob("job", job);
+  // Without OPENBLAS_CORETYPE, as a fresh shell starts it. OpenBLAS 0.3.21 does not know
+  // some newer CPUs (an Emerald Rapids, model 207) and would run Prescott's kernels.
+  const std::string core = OpenBlasCoreOfRun({"/usr/bin/env", "-u", "OPENBLAS_CORETYPE", kWorker,
+                                              "train", path, "--out", w.File("plain"), "--threads", "1"});
+  if (core.empty()) {
+    WARN("the BLAS here is not OpenBLAS: nothing to check");
+    return;
+  }
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) {
+    WARN("no AVX2 here: OpenBLAS keeps its own choice, " << core);
+    return;
+  }
+  INFO("OpenBLAS core: " << core);
+  CHECK((core == "Haswell" || core == "Zen" || core == "SkylakeX" || core == "Cooperlake" ||
+         core == "SapphireRapids"));
+  // The user's choice stands.
+  CHECK(OpenBlasCoreOfRun({kWorker, "train", path, "--out", w.File("chosen"), "--threads", "1"},
+                          {{"OPENBLAS_CORETYPE", "Haswell"}}) == "Haswell");
 }
 
 TEST_CASE("fit.precision mixed_bfloat16 trains an mlp through the hand-written step",
