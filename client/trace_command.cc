@@ -109,11 +109,7 @@ int RunTraceCommand(const Connection& connection, const TraceOptions& options) {
   absl::StatusOr<std::string> merged = MergeChromeTraces(texts);
   if (!merged.ok()) return Fail(std::string(merged.status().message()));
 
-  absl::StatusOr<std::unique_ptr<AtomicFile>> out = AtomicFile::Create(options.out_path);
-  absl::Status written = out.status();
-  if (written.ok()) written = (*out)->Append(*merged + "\n");
-  if (written.ok()) written = (*out)->Commit();
-  if (!written.ok()) {
+  if (absl::Status written = WriteFileAtomically(options.out_path, *merged + "\n"); !written.ok()) {
     return Fail(absl::StrCat("cannot write ", options.out_path, ": ", written.message()));
   }
   std::vector<int> missing;

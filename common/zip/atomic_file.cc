@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace cohort {
 namespace {
@@ -77,6 +78,15 @@ absl::Status AtomicFile::Commit() {
   close(dir_fd);
   if (rc != 0) return absl::ErrnoToStatus(err, absl::StrCat("cannot fsync directory ", dir));
   return absl::OkStatus();
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
+  static absl::Mutex mu(absl::kConstInit);
+  absl::MutexLock lock(&mu);
+  absl::StatusOr<std::unique_ptr<AtomicFile>> file = AtomicFile::Create(path);
+  if (!file.ok()) return file.status();
+  if (absl::Status s = (*file)->Append(bytes); !s.ok()) return s;
+  return (*file)->Commit();
 }
 
 }  // namespace cohort

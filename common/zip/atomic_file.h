@@ -52,4 +52,8 @@ class AtomicFile {
   uint64_t size_ = 0;
 };
 
+// An AtomicFile at `path` holding `bytes`. Calls in one process take turns (the
+// temporary name is per process), so threads may write the same path.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
+
 }  // namespace cohort

@@ -36,17 +36,6 @@ absl::Status MakeDirs(const std::string& dir) {
   return absl::OkStatus();
 }
 
-// Ranks of one attempt on this host write the same job.yaml; AtomicFile's temporary
-// name is per process, so the writes take turns.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& text) {
-  static absl::Mutex mu(absl::kConstInit);
-  absl::MutexLock lock(&mu);
-  absl::StatusOr<std::unique_ptr<AtomicFile>> file = AtomicFile::Create(path);
-  if (!file.ok()) return file.status();
-  if (absl::Status s = (*file)->Append(text); !s.ok()) return s;
-  return (*file)->Commit();
-}
-
 bool RetryableReport(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          absl::IsUnknown(status) || absl::IsInternal(status) || absl::IsResourceExhausted(status) ||
@@ -166,6 +155,7 @@ absl::Status RankRunner::Prepare(const RankPaths& paths) {
   }
   absl::StatusOr<std::string> yaml = TrainerJobYaml(assignment_, artifact_paths);
   if (!yaml.ok()) return absl::InvalidArgumentError(absl::StrCat("job spec: ", yaml.status().message()));
+  // The ranks of one attempt on this host write the same job.yaml (in turns).
   if (absl::Status s = WriteFileAtomically(paths.job_yaml, *yaml); !s.ok()) return s;
 
   const std::string& checkpoint = assignment_.checkpoint_artifact();

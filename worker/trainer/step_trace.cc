@@ -15,6 +15,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/chrome_trace.h"
+#include "common/zip/atomic_file.h"
 
 namespace cohort::trainer {
 
@@ -123,18 +124,11 @@ absl::Status StepTrace::Write(const std::string& path) {
   written_path_.clear();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  std::string tmp = path + ".tmp";
   std::string text = Head();
   for (const Span& s : spans_) AppendSpan(s, text);
   const int64_t spans_end = static_cast<int64_t>(text.size());
   text += Tail();
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    out << text;
-    if (!out.flush()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
+  if (absl::Status s = WriteFileAtomically(path, text); !s.ok()) return s;
   written_path_ = path;
   written_spans_ = spans_.size();
   written_bytes_ = spans_end;
@@ -161,15 +155,7 @@ absl::Status MergeRankTraces(const std::string& dir, const std::string& out_path
   std::sort(traces.begin(), traces.end());
   absl::StatusOr<std::string> merged = MergeChromeTraces(traces);
   if (!merged.ok()) return merged.status();
-  std::string tmp = out_path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << *merged << "\n";
-    if (!out.flush()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
-  }
-  std::filesystem::rename(tmp, out_path, ec);
-  if (ec) return absl::FailedPreconditionError(absl::StrCat("cannot rename ", tmp, ": ", ec.message()));
-  return absl::OkStatus();
+  return WriteFileAtomically(out_path, *merged + "\n");
 }
 
 }  // namespace cohort::trainer

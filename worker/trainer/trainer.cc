@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -14,6 +13,7 @@
 #include "common/fault_point.h"
 #include "common/job/compile_overrides.h"
 #include "common/logging.h"
+#include "common/zip/atomic_file.h"
 #include "worker/trainer/allocator.h"
 #include "worker/trainer/autocast.h"
 #include "worker/trainer/batch_plan.h"
@@ -480,13 +480,9 @@ absl::Status Run::WriteOutputs() {
     return s;
   }
   std::string history_path = o_.out_dir + "/history.json";
-  std::string tmp = history_path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << history_.dump(2) << "\n";
-    if (!out.flush()) return absl::FailedPreconditionError(absl::StrCat("cannot write ", tmp));
+  if (absl::Status s = WriteFileAtomically(history_path, history_.dump(2) + "\n"); !s.ok()) {
+    return InContext(s, "writing the history");
   }
-  std::filesystem::rename(tmp, history_path);
   events_.Emit("done", {{"model", model_path}, {"history", history_path}});
   return absl::OkStatus();
 }
