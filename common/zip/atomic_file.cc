@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 
 namespace cohort {
 namespace {
@@ -22,7 +22,9 @@ std::string DirectoryOf(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& path) {
-  std::string temp_path = absl::StrCat(path, ".tmp-", getpid());
+  // Unique per writer, so writers of one path in one process (threads) do not share it.
+  static std::atomic<uint64_t> writers{0};
+  std::string temp_path = absl::StrCat(path, ".tmp-", getpid(), "-", writers.fetch_add(1));
   int fd = open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", temp_path));
   return std::unique_ptr<AtomicFile>(new AtomicFile(path, std::move(temp_path), fd));
@@ -81,8 +83,6 @@ absl::Status AtomicFile::Commit() {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes) {
-  static absl::Mutex mu(absl::kConstInit);
-  absl::MutexLock lock(&mu);
   absl::StatusOr<std::unique_ptr<AtomicFile>> file = AtomicFile::Create(path);
   if (!file.ok()) return file.status();
   if (absl::Status s = (*file)->Append(bytes); !s.ok()) return s;

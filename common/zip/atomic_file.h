@@ -2,12 +2,11 @@
 
 // A file that appears at its path complete or not at all.
 //
-// Bytes go to `<path>.tmp-<pid>` in the same directory; Commit() fsyncs it, renames it
+// Bytes go to `<path>.tmp-<pid>-<n>` (n counts the process' writers) in the same directory; Commit() fsyncs it, renames it
 // over `path` and fsyncs the directory, so a reader (or a crash) sees either the old
 // file or the whole new one. Until Commit() succeeds nothing is at `path`: any failed
 // call, or destroying the AtomicFile uncommitted, closes and removes the temporary
-// file. One AtomicFile per target path per process at a time (the temporary name is
-// per process).
+// file. Several AtomicFiles may write one path at once; the last Commit() wins.
 //
 // Thread safety: not thread-safe; one thread uses an AtomicFile.
 
@@ -52,8 +51,7 @@ class AtomicFile {
   uint64_t size_ = 0;
 };
 
-// An AtomicFile at `path` holding `bytes`. Calls in one process take turns (the
-// temporary name is per process), so threads may write the same path.
+// An AtomicFile at `path` holding `bytes`.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view bytes);
 
 }  // namespace cohort

@@ -2,7 +2,7 @@
 
 // Writes ZIP archives that Python's zipfile (and so Keras and NumPy) reads.
 //
-// The archive is built in `<path>.tmp-<pid>` and renamed over `path` by Finish()
+// The archive is built in `<path>.tmp-<pid>-<n>` (AtomicFile) and renamed over `path` by Finish()
 // (see AtomicFile): readers never see a half-written archive, and after any error, or
 // when the writer is destroyed before Finish() succeeds, the temporary file is removed
 // and `path` is untouched.

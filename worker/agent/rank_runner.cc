@@ -155,7 +155,7 @@ absl::Status RankRunner::Prepare(const RankPaths& paths) {
   }
   absl::StatusOr<std::string> yaml = TrainerJobYaml(assignment_, artifact_paths);
   if (!yaml.ok()) return absl::InvalidArgumentError(absl::StrCat("job spec: ", yaml.status().message()));
-  // The ranks of one attempt on this host write the same job.yaml (in turns).
+  // The ranks of one attempt on this host write the same job.yaml; each write is whole.
   if (absl::Status s = WriteFileAtomically(paths.job_yaml, *yaml); !s.ok()) return s;
 
   const std::string& checkpoint = assignment_.checkpoint_artifact();

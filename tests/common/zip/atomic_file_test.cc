@@ -22,7 +22,12 @@ TEST_CASE("AtomicFile appears only on Commit and replaces the old file", "[atomi
   WriteFile(path, "old");
   auto file = AtomicFile::Create(path);
   REQUIRE(file.ok());
-  std::string temp = absl::StrCat(path, ".tmp-", getpid());
+  std::string temp;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind(absl::StrCat("out.bin.tmp-", getpid(), "-"), 0) == 0) temp = entry.path().string();
+  }
+  REQUIRE_FALSE(temp.empty());
   REQUIRE((*file)->Append("new ").ok());
   REQUIRE((*file)->Append("contents").ok());
   CHECK((*file)->size() == 12);
@@ -44,6 +49,24 @@ TEST_CASE("AtomicFile destroyed uncommitted leaves nothing behind", "[atomic_fil
     REQUIRE((*file)->Append("partial").ok());
   }
   CHECK(ReadFile(path) == "old");
+  CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
+                      std::filesystem::directory_iterator()) == 1);
+}
+
+TEST_CASE("Two AtomicFiles of one path in one process each write whole and the last Commit wins",
+          "[atomic_file]") {
+  TempDir dir;
+  std::string path = dir.File("out.bin");
+  auto first = AtomicFile::Create(path);
+  auto second = AtomicFile::Create(path);
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  REQUIRE((*first)->Append("first").ok());
+  REQUIRE((*second)->Append("second").ok());
+  REQUIRE((*first)->Commit().ok());
+  CHECK(ReadFile(path) == "first");
+  REQUIRE((*second)->Commit().ok());
+  CHECK(ReadFile(path) == "second");
   CHECK(std::distance(std::filesystem::directory_iterator(dir.path()),
                       std::filesystem::directory_iterator()) == 1);
 }
