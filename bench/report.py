@@ -158,6 +158,18 @@ def Targets(args, results):
     rows.append("| (the kernel floor's, for reference) | " + " | ".join(
         Scaling(m, b, "floor").replace(" ✓", "").replace(" ✗", "") for m, b in columns) + " |")
 
+    def FloorDrift(m, b):
+        """How far the machine moved within a setting: the floor runs first and last."""
+        drifts = []
+        for ranks, threads in {(r["ranks"], r["threads"]) for r in results}:
+            runs = [Speed(f) for f in Find(results, system="floor", model=m, batch=b,
+                                            ranks=ranks, threads=threads)]
+            if len(runs) > 1:
+                drifts.append(min(runs) / max(runs))
+        return f"{min(drifts):.0%}" if drifts else "-"
+    Add("(the kernel floor's slower run ÷ its faster, in the setting where they differ most)",
+        FloorDrift)
+
     def Memory(m, b):
         worst = None
         for c in Find(results, system="cohort", model=m, batch=b, ranks=1):
@@ -280,8 +292,10 @@ def Report(args, machine, training, all_reduce, notes):
         f"- Settings: 1 rank x {args.threads} threads, 1 rank x 1 thread, "
         f"{args.ranks} ranks x 1 thread, each confined to as many CPUs as it has threads "
         "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then the "
-        "others in an order that rotates from setting to setting, each for about "
-        f"{args.seconds:g} s measured after a warm-up.",
+        "others in an order that rotates from setting to setting, then the floor again, each "
+        f"for about {args.seconds:g} s measured after a warm-up. % of floor and every target "
+        "use the faster of the two floors, so a machine that slowed down during the setting "
+        "does not flatter Cohort.",
         f"- Precision: {args.precision}"
         + ("" if args.precision == "float32" else
            " (Cohort's fit.precision; the PyTorch peers' forward pass under "
@@ -304,7 +318,8 @@ def Report(args, machine, training, all_reduce, notes):
         "writing the model).",
         "- user s / sys s: CPU seconds of the measured window, summed over threads and "
         "ranks. peak RSS: the largest process's (per rank) ru_maxrss, shared libraries "
-        "included. % of floor: samples/s over the kernel floor's in the same setting. "
+        "included. % of floor: samples/s over the kernel floor's in the same setting (the "
+        "faster of its two runs). "
         "other load: the share of the machine that processes outside the benchmark used "
         "during the run; rows with more than a few percent are noisy.",
         "",

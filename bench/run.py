@@ -417,11 +417,15 @@ def RunTraining(args):
             for ranks, threads in Settings(args):
                 os.sched_setaffinity(0, SettingCpus(ranks, threads))
                 systems = Systems(args, ranks, threads)
-                # The floor runs first (Cohort's data size is chosen from it); the rest
-                # rotate so that no system always runs right after another.
-                rest = systems[1:]
+                # The floor runs first (Cohort's data size is chosen from it) and again
+                # last, so that the machine drifting during the setting shows, and no
+                # system is judged against a floor measured in a faster minute than its
+                # own only; the rest rotate so that no system always runs right after
+                # another.
+                floor, rest = systems[0], systems[1:]
                 turn += 1
-                order = [systems[0]] + rest[turn % len(rest):] + rest[:turn % len(rest)]
+                order = ([floor] + rest[turn % len(rest):] + rest[:turn % len(rest)] +
+                         [(floor[0], floor[1] + ", again", floor[2])])
                 group = []
                 for system, label, allocator in order:
                     print(f"{model} batch {batch} {ranks}x{threads}: {label}", file=sys.stderr)
