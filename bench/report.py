@@ -291,11 +291,13 @@ def Report(args, machine, training, all_reduce, notes):
         "batches at least) for Cohort and the PyTorch peers.",
         f"- Settings: 1 rank x {args.threads} threads, 1 rank x 1 thread, "
         f"{args.ranks} ranks x 1 thread, each confined to as many CPUs as it has threads "
-        "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then the "
-        "others in an order that rotates from setting to setting, then the floor again, each "
-        f"for about {args.seconds:g} s measured after a warm-up. % of floor and every target "
-        "use the faster of the two floors, so a machine that slowed down during the setting "
-        "does not flatter Cohort.",
+        "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then "
+        f"every other system {args.rounds} time(s) in rounds (the first in an order that rotates "
+        "from setting to setting, each next one reversed), then the floor again; each run for "
+        f"about {args.seconds:g} s measured after a warm-up. A system's figure in % of floor, "
+        "Cohort ÷ this and the targets is its fastest run, the floor's included (so a machine "
+        "that slowed down during the setting does not flatter Cohort); the table lists every "
+        "run.",
         f"- Precision: {args.precision}"
         + ("" if args.precision == "float32" else
            " (Cohort's fit.precision; the PyTorch peers' forward pass under "
@@ -319,7 +321,7 @@ def Report(args, machine, training, all_reduce, notes):
         "- user s / sys s: CPU seconds of the measured window, summed over threads and "
         "ranks. peak RSS: the largest process's (per rank) ru_maxrss, shared libraries "
         "included. % of floor: samples/s over the kernel floor's in the same setting (the "
-        "faster of its two runs). "
+        "fastest floor). "
         "other load: the share of the machine that processes outside the benchmark used "
         "during the run; rows with more than a few percent are noisy.",
         "",

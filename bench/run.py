@@ -418,16 +418,23 @@ def RunTraining(args):
                 os.sched_setaffinity(0, SettingCpus(ranks, threads))
                 systems = Systems(args, ranks, threads)
                 # The floor runs first (Cohort's data size is chosen from it) and again
-                # last, so that the machine drifting during the setting shows, and no
-                # system is judged against a floor measured in a faster minute than its
-                # own only; the rest rotate so that no system always runs right after
-                # another.
+                # last, so that the machine drifting during the setting shows. The rest
+                # run in --rounds rounds, the first in an order that rotates from setting
+                # to setting, each next one in the reverse of the one before, so that no
+                # system always runs right after another; each system's figure is its
+                # fastest run (the neighbours on this VM only ever slow a run down).
                 floor, rest = systems[0], systems[1:]
                 turn += 1
-                order = ([floor] + rest[turn % len(rest):] + rest[:turn % len(rest)] +
-                         [(floor[0], floor[1] + ", again", floor[2])])
+                rounds = [rest[turn % len(rest):] + rest[:turn % len(rest)]]
+                while len(rounds) < args.rounds:
+                    rounds.append(rounds[-1][::-1])
+                order = [floor] + [s for r in rounds for s in r] + [floor]
                 group = []
+                ran = set()
                 for system, label, allocator in order:
+                    if (system, allocator) in ran:
+                        label += ", again"
+                    ran.add((system, allocator))
                     print(f"{model} batch {batch} {ranks}x{threads}: {label}", file=sys.stderr)
                     result = Measure(args, lambda: RunOne(args, system, allocator, model, batch,
                                                           ranks, threads, group))
@@ -549,6 +556,8 @@ def main(argv):
                         help="intra-op threads of the '1 rank, every core' setting")
     parser.add_argument("--seconds", type=float, default=5.0,
                         help="measured seconds per run")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="runs of each system per setting; its figure is the fastest")
     parser.add_argument("--allocators", default=",".join(ALLOCATORS),
                         help="the PyTorch peers' allocators; empty: no PyTorch peers")
     parser.add_argument("--keras-python", default=os.path.join(REPO_DIR, ".venv-peers",
@@ -586,6 +595,8 @@ def main(argv):
         unknown = [n for n in names if n not in known]
         if unknown:
             parser.error(f"unknown {what} {unknown[0]!r}; known: {', '.join(known)}")
+    if args.rounds < 1:
+        parser.error(f"--rounds: {args.rounds} is not a positive count")
     for batch in args.batches:
         if batch <= 0 or batch % args.ranks != 0:
             parser.error(f"--batches: {batch} is not a positive multiple of --ranks "
