@@ -5,7 +5,9 @@
 
 For each model (mlp, cnn, residual: examples/mnist_*.keras), global batch (128, 1024)
 and setting (1 rank x every core, 1 rank x 1 thread, --ranks ranks x 1 thread), it runs
-back to back, in an order that rotates from one setting to the next:
+back to back the kernel floor first, then the others --rounds times (2; in an order that
+rotates from one setting to the next, reversed each round), then the floor again; each
+system's figure is its fastest run:
   - the kernel floor: BUILD/bench/kernel_floor, the model's matrix products and
     convolutions alone on the same threads (one process per rank, each on its share),
   - PyTorch eager (1 rank) or DDP over Gloo (N ranks) under each allocator of
