@@ -7,22 +7,37 @@
 // thresholds so those blocks stay in the heap and are reused. Safe to call more than
 // once; a no-op when another allocator (jemalloc via LD_PRELOAD) is in use.
 //
-// glibc caps the mmap threshold at 32 MiB, and larger blocks still go back to the
-// kernel on every free: the cnn at batch 1024 allocates several activations of 44-88 MB
-// per step, and spent 0.17 s in the kernel per second of arithmetic. So
-// CacheLargeCpuBlocks installs LibTorch's CPU allocator for the process: blocks of 32 MiB
-// and more (rounded up to 2 MiB) are kept when freed, up to kLargeBlockCacheBytes in
+// The cnn at batch 1024 allocates several activations of 22-88 MB per step. Blocks above
+// glibc's mmap threshold (at most 32 MiB) go back to the kernel on every free, and
+// those below it come from the heap, where the peak then depends on how the free
+// blocks happen to lie: the same job peaked anywhere from 676 to 780 MiB with nothing
+// but an unused environment variable added. So CacheLargeCpuBlocks installs LibTorch's
+// CPU allocator for the process: blocks of kLargeCpuBlock and more (rounded up to
+// 2 MiB) are mapped on their own and kept when freed, up to kLargeBlockCacheBytes in
 // all, and handed to the next allocation they fit (the smallest, if at most twice its
-// size); an allocation that none fits frees them all first, so the peak stays what it
-// was. Smaller blocks go to LibTorch's default allocator as before. Call once, before training allocates.
+// size). Before a fresh block is mapped, the largest kept blocks go back until the kept
+// blocks and those in use add up to at most twice the most ever in use; a step that
+// repeats the last one's allocations maps nothing. The cnn at 1024 rows now peaks at
+// 631-634 MiB whatever the environment, its sys time unchanged. Smaller blocks go to
+// LibTorch's default allocator as before. Call once, before training allocates.
 
 #include <cstddef>
 
 namespace cohort::trainer {
 
+inline constexpr size_t kLargeCpuBlock = size_t{1} << 20;
 inline constexpr size_t kLargeBlockCacheBytes = size_t{2} << 30;
+
+// The large-block cache's bytes (block sizes, rounded): in use, kept, and the most in
+// use at once so far.
+struct LargeBlockStats {
+  size_t in_use = 0;
+  size_t cached = 0;
+  size_t high_water = 0;
+};
 
 void TuneAllocator();
 void CacheLargeCpuBlocks();
+LargeBlockStats LargeCpuBlockStats();
 
 }  // namespace cohort::trainer
