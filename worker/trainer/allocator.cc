@@ -43,9 +43,9 @@ class LargeBlockCache final : public c10::Allocator {
       } else {
         // A fresh block: the largest kept ones go back first, until the kept blocks
         // and those in use come to at most twice the most ever in use before it (or
-        // to what is in use with it, when that is more). Once: blocks a step frees and the next one wants in
-        // other sizes get re-mapped every step (the cnn at 1024 rows: sys time 0.26
-        // -> 3 s); at twice, none were.
+        // to what is in use with it, when that is more). At once the most in use,
+        // blocks one step frees and the next wants in other sizes were re-mapped
+        // every step (the cnn at 1024 rows: sys time 0.26 -> 3 s); at twice, none.
         const size_t limit = std::max(2 * stats_.high_water, stats_.in_use + size);
         while (!free_.empty() && stats_.in_use + size + stats_.cached > limit) {
           auto largest = std::prev(free_.end());
@@ -91,7 +91,7 @@ class LargeBlockCache final : public c10::Allocator {
   mutable LargeBlockStats stats_;                         // guarded by mu_
 };
 
-// Never destroyed: tensors may be freed during static destruction.
+// Never destroyed: tensors may be freed until the process exits.
 LargeBlockCache* const g_cache = new LargeBlockCache(c10::GetDefaultCPUAllocator());
 
 void LargeBlockCache::Release(void* data) {
