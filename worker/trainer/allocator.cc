@@ -8,7 +8,6 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include <c10/core/CPUAllocator.h>
@@ -29,48 +28,37 @@ class LargeBlockCache final : public c10::Allocator {
     if (n < kLargeCpuBlock) return fallback_->allocate(n);
     size_t size = (n + kRounding - 1) / kRounding * kRounding;
     void* data = nullptr;
-    std::vector<std::pair<void*, size_t>> evicted;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      // The smallest kept block that fits, unless it is twice the size.
-      auto it = free_.lower_bound(size);
-      if (it != free_.end() && it->first <= 2 * size) {
-        size = it->first;
-        data = it->second.back();
-        it->second.pop_back();
-        if (it->second.empty()) free_.erase(it);
-        stats_.cached -= size;
-      } else {
-        // A fresh block: the largest kept ones go back first, until the kept blocks
-        // and those in use come to at most twice the most ever in use before it (or
-        // to what is in use with it, when that is more). At once the most in use,
-        // blocks one step frees and the next wants in other sizes were re-mapped
-        // every step (the cnn at 1024 rows: sys time 0.26 -> 3 s); at twice, none.
-        const size_t limit = std::max(2 * stats_.high_water, stats_.in_use + size);
-        while (!free_.empty() && stats_.in_use + size + stats_.cached > limit) {
-          auto largest = std::prev(free_.end());
-          evicted.emplace_back(largest->second.back(), largest->first);
-          largest->second.pop_back();
-          stats_.cached -= largest->first;
-          if (largest->second.empty()) free_.erase(largest);
-        }
+    // One lock throughout: the ranks' allocations of this size are a few per step,
+    // and the system calls below are what they would cost without the cache.
+    std::lock_guard<std::mutex> lock(mu_);
+    // The smallest kept block that fits, unless it is twice the size.
+    auto it = free_.lower_bound(size);
+    if (it != free_.end() && it->first <= 2 * size) {
+      size = it->first;
+      data = it->second.back();
+      it->second.pop_back();
+      if (it->second.empty()) free_.erase(it);
+      stats_.cached -= size;
+    } else {
+      // A fresh block: the largest kept ones go back first, until the kept blocks and
+      // those in use come to at most twice the most ever in use before it (or to what
+      // is in use with it, when that is more). At once the most in use, blocks one
+      // step frees and the next wants in other sizes were re-mapped every step (the
+      // cnn at 1024 rows: sys time 0.26 -> 3 s); at twice, none.
+      const size_t limit = std::max(2 * stats_.high_water, stats_.in_use + size);
+      while (!free_.empty() && stats_.in_use + size + stats_.cached > limit) {
+        auto largest = std::prev(free_.end());
+        munmap(largest->second.back(), largest->first);
+        largest->second.pop_back();
+        stats_.cached -= largest->first;
+        if (largest->second.empty()) free_.erase(largest);
       }
-      stats_.in_use += size;
-      stats_.high_water = std::max(stats_.high_water, stats_.in_use);
-    }
-    for (auto [block, block_size] : evicted) munmap(block, block_size);
-    if (data == nullptr) {
       data = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (data == MAP_FAILED) {
-        std::lock_guard<std::mutex> lock(mu_);
-        stats_.in_use -= size;
-        TORCH_CHECK(false, "out of memory: mapping ", size, " bytes failed");
-      }
+      TORCH_CHECK(data != MAP_FAILED, "out of memory: mapping ", size, " bytes failed");
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      in_use_.emplace(data, size);
-    }
+    stats_.in_use += size;
+    stats_.high_water = std::max(stats_.high_water, stats_.in_use);
+    in_use_.emplace(data, size);
     return {data, data, &Release, c10::Device(c10::DeviceType::CPU)};
   }
 
@@ -100,7 +88,9 @@ void LargeBlockCache::Release(void* data) {
   {
     std::lock_guard<std::mutex> lock(cache.mu_);
     auto it = cache.in_use_.find(data);
-    if (it == cache.in_use_.end()) {  // not one of ours: cannot happen, but do no harm
+    if (it == cache.in_use_.end()) {
+      // A small block: the fallback's own, here when oneDNN's raw_deallocate frees it
+      // through raw_deleter.
       cache.fallback_->raw_deleter()(data);
       return;
     }

@@ -18,7 +18,7 @@
 // size). Before a fresh block is mapped, the largest kept blocks go back until the kept
 // blocks and those in use add up to at most twice the most ever in use; a step that
 // repeats the last one's allocations maps nothing. The cnn at 1024 rows now peaks at
-// 631-634 MiB whatever the environment, its sys time unchanged. Smaller blocks go to
+// 631-634 MiB in every environment tried, its sys time unchanged. Smaller blocks go to
 // LibTorch's default allocator as before. Call once, before training allocates.
 
 #include <cstddef>

@@ -60,6 +60,11 @@ TEST_CASE("Small blocks are not the cache's, and a block twice the size is not h
     Fill(small, kLargeCpuBlock - 1);
     REQUIRE(LargeCpuBlockStats().in_use == before.in_use);
   }
+  // A small block freed the way oneDNN frees it, through raw_deleter: the fallback's.
+  void* raw = cache.raw_allocate(4096);
+  std::memset(raw, 1, 4096);
+  cache.raw_deallocate(raw);
+  REQUIRE(LargeCpuBlockStats().cached == before.cached);
   void* big = nullptr;
   {
     c10::DataPtr a = cache.allocate(64 * kMiB);
