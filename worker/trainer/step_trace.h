@@ -40,8 +40,8 @@ struct StepPhases {
   absl::Time data_end = absl::InfinitePast();
   absl::Time forward_end = absl::InfinitePast();  // forward and the loss
   absl::Time backward_end = absl::InfinitePast();
-  absl::Time reduce_start;  // FinishStep: waiting for the all-reduce
-  absl::Time reduce_end;
+  absl::Time reduce_start = absl::InfinitePast();  // FinishStep: waiting for the all-reduce
+  absl::Time reduce_end = absl::InfinitePast();
 };
 
 class StepTrace {
