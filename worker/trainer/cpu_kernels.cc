@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include <omp.h>
 
@@ -201,6 +203,155 @@ void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, 
       for (int64_t c = 0; c < columns; ++c) s[c] += g[c];
     }
   }
+}
+
+namespace {
+
+// Channels are taken this many at a time, so a window's running maxima and positions
+// stay in registers.
+constexpr int64_t kPoolLanes = 64;
+
+// The outputs of row `oh` of sample `n`.
+COHORT_CPU_CLONES
+void MaxPoolRow(const float* in, const MaxPool2DShape& s, bool relu, int64_t n, int64_t oh,
+                float* out, uint8_t* which) {
+  const int64_t channels = s.channels;
+  const int64_t h0 = oh * s.stride_h - s.pad_top;
+  const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + s.pool_h, s.height);
+  for (int64_t ow = 0; ow < s.out_width; ++ow) {
+    const int64_t w0 = ow * s.stride_w - s.pad_left;
+    const int64_t w_begin = std::max<int64_t>(w0, 0), w_end = std::min(w0 + s.pool_w, s.width);
+    float* o = out + ow * channels;
+    uint8_t* at_out = which + ow * channels;
+    for (int64_t c0 = 0; c0 < channels; c0 += kPoolLanes) {
+      const int64_t lanes = std::min(kPoolLanes, channels - c0);
+      float best[kPoolLanes], at[kPoolLanes];
+      const float first = static_cast<float>((h_begin - h0) * s.pool_w + (w_begin - w0));
+      for (int64_t l = 0; l < lanes; ++l) {
+        best[l] = -std::numeric_limits<float>::infinity();
+        at[l] = first;
+      }
+      for (int64_t ih = h_begin; ih < h_end; ++ih) {
+        for (int64_t iw = w_begin; iw < w_end; ++iw) {
+          const float* __restrict v = in + ((n * s.height + ih) * s.width + iw) * channels + c0;
+          const float position = static_cast<float>((ih - h0) * s.pool_w + (iw - w0));
+          for (int64_t l = 0; l < lanes; ++l) {
+            const bool take = (v[l] > best[l]) | (v[l] != v[l]);  // no branch: vectorizes
+            best[l] = take ? v[l] : best[l];
+            at[l] = take ? position : at[l];
+          }
+        }
+      }
+      for (int64_t l = 0; l < lanes; ++l) {
+        const float m = best[l];
+        const bool passes = !relu | (m > 0.0f) | (m != m);
+        o[c0 + l] = passes ? m : 0.0f;
+        at_out[c0 + l] = passes ? static_cast<uint8_t>(at[l]) : kNoGradient;
+      }
+    }
+  }
+}
+
+// Input row `ih` of sample `n`, where windows do not overlap: each input position is in
+// one window at most, so each element is written once.
+COHORT_CPU_CLONES
+void MaxPoolBackwardRow(const float* grad_out, const uint8_t* which, const MaxPool2DShape& s,
+                        int64_t n, int64_t ih, float* grad_in) {
+  const int64_t channels = s.channels;
+  const int64_t oh = (ih + s.pad_top) / s.stride_h, kh = ih + s.pad_top - oh * s.stride_h;
+  if (oh >= s.out_height || kh >= s.pool_h) {
+    std::fill(grad_in, grad_in + s.width * channels, 0.0f);
+    return;
+  }
+  for (int64_t iw = 0; iw < s.width; ++iw) {
+    float* __restrict g = grad_in + iw * channels;
+    const int64_t ow = (iw + s.pad_left) / s.stride_w, kw = iw + s.pad_left - ow * s.stride_w;
+    if (ow >= s.out_width || kw >= s.pool_w) {
+      std::fill(g, g + channels, 0.0f);
+      continue;
+    }
+    const int32_t position = static_cast<int32_t>(kh * s.pool_w + kw);
+    const int64_t o = ((n * s.out_height + oh) * s.out_width + ow) * channels;
+    const float* __restrict go = grad_out + o;
+    const uint8_t* __restrict at = which + o;
+    // Selected by masking the bits (0 bits are +0): no branch, so the loop vectorizes.
+    for (int64_t c = 0; c < channels; ++c) {
+      const uint32_t mask = -static_cast<uint32_t>(static_cast<int32_t>(at[c]) == position);
+      g[c] = std::bit_cast<float>(std::bit_cast<uint32_t>(0.0f + go[c]) & mask);
+    }
+  }
+}
+
+// Sample `n`, where windows overlap: zeros, then each gradient added at its position,
+// in output order.
+void MaxPoolBackwardSample(const float* grad_out, const uint8_t* which, const MaxPool2DShape& s,
+                           int64_t n, float* grad_in) {
+  const int64_t channels = s.channels;
+  std::fill(grad_in, grad_in + s.height * s.width * channels, 0.0f);
+  for (int64_t oh = 0; oh < s.out_height; ++oh) {
+    for (int64_t ow = 0; ow < s.out_width; ++ow) {
+      const int64_t o = ((n * s.out_height + oh) * s.out_width + ow) * channels;
+      const int64_t h0 = oh * s.stride_h - s.pad_top, w0 = ow * s.stride_w - s.pad_left;
+      for (int64_t c = 0; c < channels; ++c) {
+        const uint8_t position = which[o + c];
+        if (position == kNoGradient) continue;
+        const int64_t ih = h0 + position / s.pool_w, iw = w0 + position % s.pool_w;
+        grad_in[(ih * s.width + iw) * channels + c] += grad_out[o + c];
+      }
+    }
+  }
+}
+
+// Rows of `row_values` floats enough for a slice to be worth a thread.
+size_t MinRows(int64_t row_values) {
+  return std::max<size_t>(1, kParallelMinElements / static_cast<size_t>(std::max<int64_t>(1, row_values)));
+}
+
+}  // namespace
+
+bool MaxPool2DSupported(const MaxPool2DShape& s) {
+  return s.batch > 0 && s.height > 0 && s.width > 0 && s.channels > 0 && s.pool_h > 0 &&
+         s.pool_w > 0 && s.pool_h * s.pool_w < kNoGradient && s.stride_h > 0 && s.stride_w > 0 &&
+         s.pad_top >= 0 && s.pad_left >= 0 && s.pad_top < s.pool_h && s.pad_left < s.pool_w &&
+         s.out_height > 0 && s.out_width > 0 &&
+         (s.out_height - 1) * s.stride_h - s.pad_top < s.height &&
+         (s.out_width - 1) * s.stride_w - s.pad_left < s.width;
+}
+
+void MaxPool2DForward(const float* in, const MaxPool2DShape& s, bool relu, float* out,
+                      uint8_t* which) {
+  const int64_t row = s.out_width * s.channels;
+  ParallelSlices(static_cast<size_t>(s.batch * s.out_height), 1,
+                 MinRows(row * s.pool_h * s.pool_w), [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      const int64_t n = static_cast<int64_t>(r) / s.out_height;
+      const int64_t oh = static_cast<int64_t>(r) % s.out_height;
+      MaxPoolRow(in, s, relu, n, oh, out + r * row, which + r * row);
+    }
+  });
+}
+
+void MaxPool2DBackward(const float* grad_out, const uint8_t* which, const MaxPool2DShape& s,
+                       float* grad_in) {
+  const int64_t row = s.width * s.channels;
+  if (s.stride_h >= s.pool_h && s.stride_w >= s.pool_w) {
+    ParallelSlices(static_cast<size_t>(s.batch * s.height), 1, MinRows(row),
+                   [&](size_t begin, size_t end) {
+      for (size_t r = begin; r < end; ++r) {
+        const int64_t n = static_cast<int64_t>(r) / s.height;
+        const int64_t ih = static_cast<int64_t>(r) % s.height;
+        MaxPoolBackwardRow(grad_out, which, s, n, ih, grad_in + r * row);
+      }
+    });
+    return;
+  }
+  ParallelSlices(static_cast<size_t>(s.batch), 1, MinRows(row * s.height),
+                 [&](size_t begin, size_t end) {
+    for (size_t n = begin; n < end; ++n) {
+      MaxPoolBackwardSample(grad_out, which, s, static_cast<int64_t>(n),
+                            grad_in + n * s.height * row);
+    }
+  });
 }
 
 namespace {

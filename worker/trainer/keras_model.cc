@@ -39,6 +39,18 @@ absl::StatusOr<std::unique_ptr<KerasModel>> KerasModel::Create(const keras::Mode
                                                                torch::Device device,
                                                                uint64_t seed) {
   std::unique_ptr<KerasModel> model(new KerasModel(ir, device));
+  const int count = static_cast<int>(ir.nodes.size());
+  std::vector<std::vector<int>> readers(count);
+  for (int n = 0; n < count; ++n) {
+    for (int in : ir.nodes[n].inputs) readers[in].push_back(n);
+  }
+  model->relu_in_pool_.assign(count, false);
+  for (int n = 0; n + 1 < count; ++n) {
+    const auto* conv = std::get_if<keras::Conv2DConfig>(&ir.nodes[n].config);
+    model->relu_in_pool_[n] = conv != nullptr && conv->activation == keras::Activation::kRelu &&
+                              readers[n].size() == 1 &&
+                              ir.nodes[readers[n][0]].layer_class() == LayerClass::kMaxPooling2D;
+  }
   try {
     model->node_variables_.resize(ir.nodes.size());
     for (int n = 0; n < static_cast<int>(ir.nodes.size()); ++n) {
@@ -135,7 +147,7 @@ KerasModel::Output KerasModel::Forward(const torch::Tensor& x, bool training) {
     if (i == 0) inputs.push_back(x);
     bool last = i == count - 1;
     if (!last) {
-      outs[i] = RunNode(i, inputs, training);
+      outs[i] = RunNode(i, inputs, training, !relu_in_pool_[i]);
       continue;
     }
     // The last node: keep what comes before a final softmax/sigmoid as logits.
@@ -199,7 +211,8 @@ torch::Tensor KerasModel::RunNode(int i, const std::vector<torch::Tensor>& in, b
     case LayerClass::kMaxPooling1D:
       return MaxPool1D(x, std::get<keras::MaxPooling1DConfig>(node.config));
     case LayerClass::kMaxPooling2D:
-      return MaxPool2D(x, std::get<keras::MaxPooling2DConfig>(node.config));
+      return MaxPool2D(x, std::get<keras::MaxPooling2DConfig>(node.config),
+                       relu_in_pool_[node.inputs[0]]);
     case LayerClass::kAveragePooling2D:
       return AvgPool2D(x, std::get<keras::AveragePooling2DConfig>(node.config));
     case LayerClass::kGlobalAveragePooling1D:

@@ -3,6 +3,8 @@
 #include <array>
 #include <limits>
 
+#include "worker/trainer/cpu_kernels.h"
+
 namespace cohort::trainer {
 namespace {
 
@@ -100,8 +102,57 @@ torch::Tensor MaxPool1D(const torch::Tensor& x, const keras::MaxPooling1DConfig&
   return torch::max_pool1d(cf, {c.pool_size[0]}, {c.strides[0]}, pad).permute({0, 2, 1});
 }
 
-torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c) {
-  torch::Tensor cf = x.permute({0, 3, 1, 2});
+namespace {
+
+// MaxPooling2D through cpu_kernels' loops: one pass forward, one back; the window
+// position of each maximum is kept in a byte (LibTorch keeps an int64 index).
+class MaxPool2DLoops : public torch::autograd::Function<MaxPool2DLoops> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const MaxPool2DShape& s, bool relu) {
+    torch::Tensor in = x.contiguous();
+    torch::Tensor out = torch::empty({s.batch, s.out_height, s.out_width, s.channels}, x.options());
+    torch::Tensor which = torch::empty(out.sizes(), x.options().dtype(torch::kUInt8));
+    MaxPool2DForward(in.data_ptr<float>(), s, relu, out.data_ptr<float>(),
+                     which.data_ptr<uint8_t>());
+    ctx->saved_data["which"] = which;
+    ctx->saved_data["shape"] = std::vector<int64_t>{
+        s.batch,    s.height,   s.width,   s.channels,   s.pool_h,     s.pool_w,
+        s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.out_height, s.out_width};
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    std::vector<int64_t> v = ctx->saved_data["shape"].toIntVector();
+    MaxPool2DShape s{.batch = v[0], .height = v[1], .width = v[2], .channels = v[3],
+                     .pool_h = v[4], .pool_w = v[5], .stride_h = v[6], .stride_w = v[7],
+                     .pad_top = v[8], .pad_left = v[9], .out_height = v[10], .out_width = v[11]};
+    torch::Tensor which = ctx->saved_data["which"].toTensor();
+    torch::Tensor grad_out = grads[0].contiguous();
+    torch::Tensor grad_in = torch::empty({s.batch, s.height, s.width, s.channels}, grad_out.options());
+    MaxPool2DBackward(grad_out.data_ptr<float>(), which.data_ptr<uint8_t>(), s,
+                      grad_in.data_ptr<float>());
+    return {grad_in, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c, bool relu) {
+  if (x.dim() == 4 && x.device().is_cpu() && x.scalar_type() == torch::kFloat) {
+    auto [top, bottom] = AxisPadding(c.padding, x.size(1), c.pool_size[0], c.strides[0], 1);
+    auto [left, right] = AxisPadding(c.padding, x.size(2), c.pool_size[1], c.strides[1], 1);
+    MaxPool2DShape s{.batch = x.size(0), .height = x.size(1), .width = x.size(2),
+                     .channels = x.size(3), .pool_h = c.pool_size[0], .pool_w = c.pool_size[1],
+                     .stride_h = c.strides[0], .stride_w = c.strides[1], .pad_top = top,
+                     .pad_left = left};
+    s.out_height = (s.height + top + bottom - s.pool_h) / s.stride_h + 1;
+    s.out_width = (s.width + left + right - s.pool_w) / s.stride_w + 1;
+    bool fits = s.height + top + bottom >= s.pool_h && s.width + left + right >= s.pool_w;
+    if (fits && MaxPool2DSupported(s)) return MaxPool2DLoops::apply(x, s, relu);
+  }
+  torch::Tensor cf = (relu ? torch::relu(x) : x).permute({0, 3, 1, 2});
   std::vector<int64_t> pad;
   cf = PadSpatial<2>(cf, c.padding, c.pool_size, c.strides, {1, 1},
                      -std::numeric_limits<double>::infinity(), &pad);

@@ -19,7 +19,12 @@ torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const 
                      const keras::Conv2DConfig& c);
 
 torch::Tensor MaxPool1D(const torch::Tensor& x, const keras::MaxPooling1DConfig& c);
-torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c);
+// With `relu`, of relu(x): the rectifier of the layer before, folded in (KerasModel does
+// so for a Conv2D with activation "relu" whose only reader is the pooling). Float32 on
+// the CPU runs through cpu_kernels' loops (MaxPool2DForward), bit for bit as LibTorch's
+// max_pool2d (and relu) compute it; anything else through LibTorch's ops.
+torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c,
+                        bool relu = false);
 torch::Tensor AvgPool2D(const torch::Tensor& x, const keras::AveragePooling2DConfig& c);
 
 torch::Tensor KerasReLU(const torch::Tensor& x, const keras::ReLUConfig& c);

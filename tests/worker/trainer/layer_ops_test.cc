@@ -1,0 +1,95 @@
+// MaxPool2D through cpu_kernels' loops against LibTorch's max_pool2d (and relu), which
+// the same function runs for any tensor but float32 on the CPU: the same outputs and
+// the same gradients, for windows that tile, leave rows out, overlap, or are clipped by
+// "same" padding, with ties, NaNs and non-positive windows, on 1 and 2 threads.
+
+#include "worker/trainer/layer_ops.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+namespace cohort::trainer {
+namespace {
+
+// Equal as values (0 == -0), NaN where the other is NaN.
+bool SameValues(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.sizes() != b.sizes()) return false;
+  torch::Tensor x = a.to(torch::kDouble), y = b.to(torch::kDouble);
+  return ((x == y) | (x.isnan() & y.isnan())).all().item<bool>();
+}
+
+struct Pooled {
+  torch::Tensor out, grad;
+};
+
+// The pooling of `x` in `dtype` (float32: the loops; float64: LibTorch's ops, exact for
+// these inputs), its gradient for the loss sum(out * weights).
+Pooled Pool(const torch::Tensor& x, const torch::Tensor& weights, torch::ScalarType dtype,
+            const keras::MaxPooling2DConfig& c, bool relu) {
+  torch::Tensor input = x.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor out = MaxPool2D(input, c, relu);
+  (out * weights.to(dtype)).sum().backward();
+  return {out.detach().to(torch::kFloat), input.grad().to(torch::kFloat)};
+}
+
+keras::MaxPooling2DConfig Config(int64_t ph, int64_t pw, int64_t sh, int64_t sw,
+                                 keras::Padding padding) {
+  keras::MaxPooling2DConfig c;
+  c.pool_size = {ph, pw};
+  c.strides = {sh, sw};
+  c.padding = padding;
+  return c;
+}
+
+TEST_CASE("MaxPool2D's loops give LibTorch's outputs and gradients", "[layer_ops]") {
+  struct Case {
+    std::string name;
+    int64_t h, w, channels;
+    keras::MaxPooling2DConfig config;
+  };
+  const Case cases[] = {
+      {"2x2 windows tiling 26x26, 32 channels", 26, 26, 32, Config(2, 2, 2, 2, keras::Padding::kValid)},
+      {"2x2 windows leaving the last row and column out", 11, 11, 64, Config(2, 2, 2, 2, keras::Padding::kValid)},
+      {"'same' windows clipped at the far edge", 7, 9, 3, Config(2, 2, 2, 2, keras::Padding::kSame)},
+      {"overlapping 3x3 windows, stride 2", 9, 8, 70, Config(3, 3, 2, 2, keras::Padding::kValid)},
+      {"overlapping 'same' windows, stride 1, padded on both sides", 6, 5, 5, Config(3, 3, 1, 1, keras::Padding::kSame)},
+      {"2x3 windows, strides 3x2, gaps between rows", 10, 9, 1, Config(2, 3, 3, 2, keras::Padding::kValid)},
+  };
+  for (const Case& k : cases) {
+    for (bool relu : {false, true}) {
+      for (int threads : {1, 2}) {
+        DYNAMIC_SECTION(k.name << (relu ? ", relu folded in" : "") << ", " << threads << " thread(s)") {
+          torch::manual_seed(7);
+          // Few distinct values, so windows hold ties; about a third of them negative;
+          // a few NaNs.
+          torch::Tensor x = torch::randint(-3, 6, {4, k.h, k.w, k.channels}).to(torch::kFloat);
+          x.masked_fill_(torch::rand(x.sizes()) < 0.02, std::nan(""));
+          torch::Tensor probe = MaxPool2D(x, k.config);
+          // Small integers: sums of gradients are exact in float32 and float64 alike.
+          torch::Tensor weights = torch::randint(-4, 5, probe.sizes()).to(torch::kFloat);
+          omp_set_num_threads(threads);
+          Pooled loops = Pool(x, weights, torch::kFloat, k.config, relu);
+          omp_set_num_threads(1);
+          Pooled reference = Pool(x, weights, torch::kDouble, k.config, relu);
+          CHECK(SameValues(loops.out, reference.out));
+          CHECK(SameValues(loops.grad, reference.grad));
+          // The test would catch a gradient routed to the wrong place: some do flow.
+          CHECK(reference.grad.abs().nan_to_num(0).sum().item<double>() > 0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("MaxPool2D's loops keep LibTorch's error for a window larger than the input",
+          "[layer_ops]") {
+  torch::Tensor x = torch::zeros({1, 1, 3, 2});
+  CHECK_THROWS(MaxPool2D(x, Config(2, 2, 2, 2, keras::Padding::kValid)));
+}
+
+}  // namespace
+}  // namespace cohort::trainer
