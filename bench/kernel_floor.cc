@@ -3,7 +3,8 @@
 // called back to back in a tight loop: matrix products on preallocated outputs
 // (through worker/trainer/gemm.h, the library the trainer's Dense step uses: oneDNN's
 // sgemm where LibTorch brought it, else the BLAS'), convolutions through the functional ops autograd calls (at::convolution,
-// at::convolution_backward; see AddConv), with LibTorch's intra-op thread pool of
+// at::convolution_backward; see AddConv) or, for a first layer of few channels, the
+// trainer's own loops (cpu_kernels.h), with LibTorch's intra-op thread pool of
 // --threads threads. No activations, pooling, loss, optimizer or autograd: whatever a
 // framework does on top of this is its overhead.
 //
@@ -16,8 +17,8 @@
 // The shapes are those of examples/mnist_{mlp,cnn,residual}.keras (Dense weights are
 // (in, out) as Keras stores them; convolution activations are channels-last in memory,
 // by default, as Cohort's trainer keeps them; --layout nchw for PyTorch's default).
-// A benchmark, not a part of Cohort: it includes LibTorch headers and links only
-// LibTorch.
+// A benchmark, not a part of Cohort: it includes LibTorch headers, and of Cohort links
+// only the torch-free loops the trainer computes with (gemm.h, cpu_kernels.h).
 
 #include <sys/resource.h>
 
@@ -32,6 +33,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "worker/trainer/cpu_kernels.h"
 #include "worker/trainer/gemm.h"
 
 namespace {
@@ -73,6 +75,23 @@ void AddConv(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64_
   at::Tensor w = at::rand({cout, cin, 3, 3}, opts).contiguous(format);
   at::Tensor b = at::rand({cout}, opts);
   at::Tensor dy = at::rand({batch, cout, osize, osize}, opts).contiguous(format);
+  cohort::trainer::Conv2DShape shape{.batch = batch, .height = size, .width = size,
+                                     .in_channels = cin, .out_channels = cout, .kernel_h = 3,
+                                     .kernel_w = 3, .out_height = osize, .out_width = osize};
+  if (channels_last && !input_grad && cohort::trainer::SmallConv2DSupported(shape)) {
+    // The trainer's loops for a first layer of few channels (cpu_kernels.h), which
+    // beat oneDNN's convolution there: x, dy (N, H, W, C), kernels (3, 3, in, out).
+    at::Tensor kernel = at::rand({3, 3, cin, cout}, opts), y = at::empty({batch, osize, osize, cout}, opts);
+    at::Tensor dk = at::empty_like(kernel), db = at::empty_like(b);
+    auto f = [](const at::Tensor& t) { return t.data_ptr<float>(); };
+    forward.push_back([=] {
+      cohort::trainer::SmallConv2DForward(f(x), f(kernel), f(b), shape, f(y));
+    });
+    backward.insert(backward.begin(), [=] {
+      cohort::trainer::SmallConv2DParameterGradients(f(x), f(dy), shape, f(dk), f(db));
+    });
+    return;
+  }
   forward.push_back([=] { at::convolution(x, w, b, {1, 1}, {0, 0}, {1, 1}, false, {0, 0}, 1); });
   backward.insert(backward.begin(), [=] {
     at::convolution_backward(dy, x, w, at::IntArrayRef{cout}, {1, 1}, {0, 0}, {1, 1}, false,

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 
+#include <vector>
+
 #include <omp.h>
 
 #if defined(__x86_64__)
@@ -352,6 +354,177 @@ void MaxPool2DBackward(const float* grad_out, const uint8_t* which, const MaxPoo
                             grad_in + n * s.height * row);
     }
   });
+}
+
+namespace {
+
+// The helpers below are always inlined into the clones, so the ABI of a 64-byte vector
+// passed or returned (which GCC warns differs without AVX-512) is never used.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+// 16 floats: one AVX-512 register (two AVX2 ones, four SSE ones in the other clones).
+typedef float Floats16 __attribute__((vector_size(64)));
+constexpr int64_t kLanes = 16;
+
+inline __attribute__((always_inline)) Floats16 Load16(const float* p) {
+  Floats16 v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+inline __attribute__((always_inline)) void Store16(float* p, const Floats16& v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+
+// kBlock outputs of row `oh` of sample `n` from column `ow0`, 16 channels from `co`,
+// their sums in registers.
+template <int kBlock>
+inline __attribute__((always_inline)) void SmallConvBlock(const float* in, const float* kernel,
+                                                          const float* bias,
+                                                          const Conv2DShape& s, int64_t n,
+                                                          int64_t oh, int64_t ow0, int64_t co,
+                                                          float* out) {
+  const int64_t cin = s.in_channels, cout = s.out_channels;
+  const int64_t step = s.stride_w * cin;  // from one output's input to the next's
+  Floats16 sum[kBlock] = {};
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    const int64_t ih = oh * s.stride_h + kh * s.dilation_h;
+    const float* row = in + ((n * s.height + ih) * s.width + ow0 * s.stride_w) * cin;
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      const float* x = row + kw * s.dilation_w * cin;
+      const float* k = kernel + (kh * s.kernel_w + kw) * cin * cout + co;
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        const Floats16 kv = Load16(k + ci * cout);
+        for (int b = 0; b < kBlock; ++b) sum[b] += x[b * step + ci] * kv;
+      }
+    }
+  }
+  const Floats16 add = bias != nullptr ? Load16(bias + co) : Floats16{};
+  for (int b = 0; b < kBlock; ++b) Store16(out + (ow0 + b) * cout + co, sum[b] + add);
+}
+
+// Outputs of row `oh` of sample `n`, 8 at a time.
+COHORT_CPU_CLONES
+void SmallConvRow(const float* in, const float* kernel, const float* bias, const Conv2DShape& s,
+                  int64_t n, int64_t oh, float* out) {
+  constexpr int kBlock = 8;
+  int64_t ow0 = 0;
+  for (; ow0 + kBlock <= s.out_width; ow0 += kBlock) {
+    for (int64_t co = 0; co < s.out_channels; co += kLanes) {
+      SmallConvBlock<kBlock>(in, kernel, bias, s, n, oh, ow0, co, out);
+    }
+  }
+  for (; ow0 < s.out_width; ++ow0) {
+    for (int64_t co = 0; co < s.out_channels; co += kLanes) {
+      SmallConvBlock<1>(in, kernel, bias, s, n, oh, ow0, co, out);
+    }
+  }
+}
+
+// kTaps taps' gradients (their offsets into a pixel's input in `offsets`), 16 channels
+// from `co`, summed over sample `n`'s outputs in order, in registers.
+template <int kTaps>
+inline __attribute__((always_inline)) void SmallConvTapGradients(
+    const float* in, const float* grad_out, const Conv2DShape& s, int64_t n, int64_t co,
+    const int64_t* offsets, float* const* grads) {
+  const int64_t cin = s.in_channels, cout = s.out_channels;
+  Floats16 sum[kTaps] = {};
+  for (int64_t oh = 0; oh < s.out_height; ++oh) {
+    const float* g = grad_out + (n * s.out_height + oh) * s.out_width * cout + co;
+    const float* x = in + (n * s.height + oh * s.stride_h) * s.width * cin;
+    for (int64_t ow = 0; ow < s.out_width; ++ow) {
+      const Floats16 gv = Load16(g + ow * cout);
+      const float* px = x + ow * s.stride_w * cin;
+      for (int t = 0; t < kTaps; ++t) sum[t] += px[offsets[t]] * gv;
+    }
+  }
+  for (int t = 0; t < kTaps; ++t) Store16(grads[t], sum[t]);
+}
+
+// Sample `n`'s share of the parameter gradients, into `kernel_grad` and `bias_grad`.
+COHORT_CPU_CLONES
+void SmallConvSampleGradients(const float* in, const float* grad_out, const Conv2DShape& s,
+                              int64_t n, float* kernel_grad, float* bias_grad) {
+  constexpr int kGroup = 8;
+  const int64_t cin = s.in_channels, cout = s.out_channels;
+  const int64_t taps = s.kernel_h * s.kernel_w * cin;
+  std::vector<int64_t> offsets(static_cast<size_t>(taps));
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      for (int64_t ci = 0; ci < cin; ++ci) {
+        offsets[static_cast<size_t>((kh * s.kernel_w + kw) * cin + ci)] =
+            (kh * s.dilation_h * s.width + kw * s.dilation_w) * cin + ci;
+      }
+    }
+  }
+  std::vector<float*> grads(static_cast<size_t>(taps));
+  for (int64_t co = 0; co < cout; co += kLanes) {
+    for (int64_t t = 0; t < taps; ++t) grads[static_cast<size_t>(t)] = kernel_grad + t * cout + co;
+    int64_t t = 0;
+    for (; t + kGroup <= taps; t += kGroup) {
+      SmallConvTapGradients<kGroup>(in, grad_out, s, n, co, offsets.data() + t, grads.data() + t);
+    }
+    for (; t < taps; ++t) {
+      SmallConvTapGradients<1>(in, grad_out, s, n, co, offsets.data() + t, grads.data() + t);
+    }
+    Floats16 sum = {};
+    for (int64_t p = 0; p < s.out_height * s.out_width; ++p) {
+      sum += Load16(grad_out + (n * s.out_height * s.out_width + p) * cout + co);
+    }
+    Store16(bias_grad + co, sum);
+  }
+}
+
+#pragma GCC diagnostic pop
+
+}  // namespace
+
+bool SmallConv2DSupported(const Conv2DShape& s) {
+  return s.batch > 0 && s.height > 0 && s.width > 0 && s.in_channels >= 1 &&
+         s.in_channels <= 4 && s.out_channels > 0 && s.out_channels % kLanes == 0 &&
+         s.kernel_h > 0 && s.kernel_w > 0 && s.stride_h > 0 && s.stride_w > 0 &&
+         s.dilation_h > 0 && s.dilation_w > 0 && s.out_height > 0 && s.out_width > 0 &&
+         (s.out_height - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h < s.height &&
+         (s.out_width - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w < s.width;
+}
+
+void SmallConv2DForward(const float* in, const float* kernel, const float* bias,
+                        const Conv2DShape& s, float* out) {
+  const int64_t row = s.out_width * s.out_channels;
+  const int64_t row_work = row * s.kernel_h * s.kernel_w * s.in_channels;
+  ParallelSlices(static_cast<size_t>(s.batch * s.out_height), 1, MinRows(row_work),
+                 [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r) {
+      const int64_t n = static_cast<int64_t>(r) / s.out_height;
+      const int64_t oh = static_cast<int64_t>(r) % s.out_height;
+      SmallConvRow(in, kernel, bias, s, n, oh, out + r * row);
+    }
+  });
+}
+
+void SmallConv2DParameterGradients(const float* in, const float* grad_out, const Conv2DShape& s,
+                                   float* kernel_grad, float* bias_grad) {
+  const size_t kernel_size = static_cast<size_t>(s.kernel_h * s.kernel_w * s.in_channels * s.out_channels);
+  const size_t per_sample = kernel_size + static_cast<size_t>(s.out_channels);
+  std::vector<float> partial(static_cast<size_t>(s.batch) * per_sample);
+  const int64_t sample_work = s.out_height * s.out_width * static_cast<int64_t>(kernel_size);
+  ParallelSlices(static_cast<size_t>(s.batch), 1, MinRows(sample_work),
+                 [&](size_t begin, size_t end) {
+    for (size_t n = begin; n < end; ++n) {
+      float* p = partial.data() + n * per_sample;
+      SmallConvSampleGradients(in, grad_out, s, static_cast<int64_t>(n), p, p + kernel_size);
+    }
+  });
+  std::fill(kernel_grad, kernel_grad + kernel_size, 0.0f);
+  if (bias_grad != nullptr) std::fill(bias_grad, bias_grad + s.out_channels, 0.0f);
+  for (int64_t n = 0; n < s.batch; ++n) {
+    const float* p = partial.data() + static_cast<size_t>(n) * per_sample;
+    for (size_t i = 0; i < kernel_size; ++i) kernel_grad[i] += p[i];
+    if (bias_grad != nullptr) {
+      for (int64_t c = 0; c < s.out_channels; ++c) bias_grad[c] += p[kernel_size + c];
+    }
+  }
 }
 
 namespace {

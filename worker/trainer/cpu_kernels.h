@@ -99,6 +99,33 @@ void MaxPool2DForward(const float* in, const MaxPool2DShape& s, bool relu, float
 void MaxPool2DBackward(const float* grad_out, const uint8_t* which, const MaxPool2DShape& s,
                        float* grad_in);
 
+// A Conv2D of few input channels (an image model's first layer: 1 to 4) over
+// channels-last (N, H, W, C) blocks, already padded. oneDNN 2.6 runs such a layer
+// slowly here (the cnn's first, 1 -> 32 channels 3x3 on 128 x 28 x 28: 1.3-1.9 ms
+// forward and 1.7-2.6 ms for the kernel's gradient, 15-30 GFLOP/s, against 130-140 for
+// its second layer). The forward keeps 8 outputs x 16 channels in registers, the
+// kernel's gradient 8 taps x 16 channels. Kernels in Keras' layout (kernel_h, kernel_w,
+// in, out). Each output is its taps summed in (kh, kw, in) order, then the bias added;
+// the same bits on any number of threads.
+struct Conv2DShape {
+  int64_t batch = 0, height = 0, width = 0, in_channels = 0, out_channels = 0;
+  int64_t kernel_h = 0, kernel_w = 0, stride_h = 1, stride_w = 1;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t out_height = 0, out_width = 0;
+};
+// in_channels 1 to 4, out_channels a multiple of 16, every size positive, every tap of
+// every output inside the input.
+bool SmallConv2DSupported(const Conv2DShape& s);
+// out: (N, out_height, out_width, out_channels); bias may be null. Split by output rows
+// across the OpenMP threads as AllFinite.
+void SmallConv2DForward(const float* in, const float* kernel, const float* bias,
+                        const Conv2DShape& s, float* out);
+// The kernel's gradient (Keras' layout) and the bias' (null: not wanted) for the output
+// gradient `grad_out`: summed over each sample's outputs in order, then over the
+// samples in order, whatever the threads.
+void SmallConv2DParameterGradients(const float* in, const float* grad_out, const Conv2DShape& s,
+                                   float* kernel_grad, float* bias_grad);
+
 // The rows of a row-major rows x columns block whose largest value is at the column
 // `labels` names (sparse categorical accuracy), or, when `labels` is null, at the
 // column where the same row of `targets` has its largest (categorical accuracy). The

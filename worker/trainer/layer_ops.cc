@@ -3,6 +3,8 @@
 #include <array>
 #include <limits>
 
+#include <ATen/autocast_mode.h>
+
 #include "worker/trainer/cpu_kernels.h"
 
 namespace cohort::trainer {
@@ -83,12 +85,86 @@ torch::Tensor Conv1D(const torch::Tensor& x, const torch::Tensor& weight, const 
   return y.permute({0, 2, 1});
 }
 
+namespace {
+
+std::vector<int64_t> ShapeVector(const Conv2DShape& s) {
+  return {s.batch,    s.height,   s.width,      s.in_channels, s.out_channels,
+          s.kernel_h, s.kernel_w, s.stride_h,   s.stride_w,    s.dilation_h,
+          s.dilation_w, s.out_height, s.out_width};
+}
+
+Conv2DShape ShapeFromVector(const std::vector<int64_t>& v) {
+  return {.batch = v[0], .height = v[1], .width = v[2], .in_channels = v[3],
+          .out_channels = v[4], .kernel_h = v[5], .kernel_w = v[6], .stride_h = v[7],
+          .stride_w = v[8], .dilation_h = v[9], .dilation_w = v[10], .out_height = v[11],
+          .out_width = v[12]};
+}
+
+// A Conv2D of few input channels on an input that needs no gradient (the model's
+// input) through cpu_kernels' loops: SmallConv2DForward, SmallConv2DParameterGradients.
+class SmallConv2D : public torch::autograd::Function<SmallConv2D> {
+ public:
+  // x: (N, H, W, C) contiguous; weight: LibTorch's (out, in, kh, kw).
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
+                               const torch::Tensor& weight, const torch::Tensor& bias,
+                               const Conv2DShape& s) {
+    torch::Tensor kernel = weight.permute({2, 3, 1, 0}).contiguous();  // Keras' layout
+    torch::Tensor b = bias.defined() ? bias.contiguous() : bias;
+    torch::Tensor out = torch::empty({s.batch, s.out_height, s.out_width, s.out_channels}, x.options());
+    SmallConv2DForward(x.data_ptr<float>(), kernel.data_ptr<float>(),
+                       b.defined() ? b.data_ptr<float>() : nullptr, s, out.data_ptr<float>());
+    ctx->saved_data["x"] = x;
+    ctx->saved_data["shape"] = ShapeVector(s);
+    ctx->saved_data["bias"] = bias.defined();
+    return out;
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    Conv2DShape s = ShapeFromVector(ctx->saved_data["shape"].toIntVector());
+    torch::Tensor x = ctx->saved_data["x"].toTensor();
+    torch::Tensor grad_out = grads[0].contiguous();
+    torch::Tensor kernel_grad =
+        torch::empty({s.kernel_h, s.kernel_w, s.in_channels, s.out_channels}, grad_out.options());
+    torch::Tensor bias_grad;
+    if (ctx->saved_data["bias"].toBool()) bias_grad = torch::empty({s.out_channels}, grad_out.options());
+    SmallConv2DParameterGradients(x.data_ptr<float>(), grad_out.data_ptr<float>(), s,
+                                  kernel_grad.data_ptr<float>(),
+                                  bias_grad.defined() ? bias_grad.data_ptr<float>() : nullptr);
+    return {torch::Tensor(), kernel_grad.permute({3, 2, 0, 1}).contiguous(), bias_grad,
+            torch::Tensor()};
+  }
+};
+
+}  // namespace
+
 torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      const keras::Conv2DConfig& c) {
   // A permuted view: NCHW indexing over channels_last memory, no copy.
   torch::Tensor cf = x.permute({0, 3, 1, 2});
   std::vector<int64_t> pad;
   cf = PadSpatial<2>(cf, c.padding, c.kernel_size, c.strides, c.dilation_rate, 0.0, &pad);
+  if (!cf.requires_grad() && cf.device().is_cpu() && cf.scalar_type() == torch::kFloat &&
+      weight.scalar_type() == torch::kFloat && c.groups == 1 && !at::autocast::is_cpu_enabled()) {
+    // The loops take the input padded: the zeros of the padding are an image's few
+    // channels, and every tap then falls inside.
+    torch::Tensor padded = pad[0] == 0 && pad[1] == 0
+                               ? cf
+                               : torch::constant_pad_nd(cf, {pad[1], pad[1], pad[0], pad[0]}, 0.0);
+    Conv2DShape s{.batch = padded.size(0), .height = padded.size(2), .width = padded.size(3),
+                  .in_channels = padded.size(1), .out_channels = weight.size(0),
+                  .kernel_h = c.kernel_size[0], .kernel_w = c.kernel_size[1],
+                  .stride_h = c.strides[0], .stride_w = c.strides[1],
+                  .dilation_h = c.dilation_rate[0], .dilation_w = c.dilation_rate[1]};
+    int64_t span_h = (s.kernel_h - 1) * s.dilation_h + 1, span_w = (s.kernel_w - 1) * s.dilation_w + 1;
+    if (s.height >= span_h && s.width >= span_w) {
+      s.out_height = (s.height - span_h) / s.stride_h + 1;
+      s.out_width = (s.width - span_w) / s.stride_w + 1;
+      if (SmallConv2DSupported(s)) {
+        return SmallConv2D::apply(padded.permute({0, 2, 3, 1}).contiguous(), weight, bias, s);
+      }
+    }
+  }
   torch::Tensor y = torch::conv2d(cf, weight, bias, {c.strides[0], c.strides[1]}, pad,
                                   {c.dilation_rate[0], c.dilation_rate[1]}, c.groups);
   return y.permute({0, 2, 3, 1});

@@ -108,7 +108,9 @@ def roundtrip_models():
     cnn = keras.Sequential(
         [
             keras.Input((10, 9, 2)),
-            layers.Conv2D(4, 3, padding="same", activation="relu"),
+            # 16 filters over 2 channels: Cohort's loops for a first layer of few
+            # channels, its rectifier folded into the pooling (layer_ops.h).
+            layers.Conv2D(16, 3, padding="same", activation="relu"),
             layers.MaxPooling2D(2),
             layers.Conv2D(6, (2, 3), strides=(1, 2), activation="relu"),
             layers.Flatten(),

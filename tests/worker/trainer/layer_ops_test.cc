@@ -1,7 +1,9 @@
-// MaxPool2D through cpu_kernels' loops against LibTorch's max_pool2d (and relu), which
-// the same function runs for any tensor but float32 on the CPU: the same outputs and
-// the same gradients, for windows that tile, leave rows out, overlap, or are clipped by
-// "same" padding, with ties, NaNs and non-positive windows, on 1 and 2 threads.
+// cpu_kernels' loops behind layer_ops against LibTorch's ops, which the same functions
+// run for any tensor but float32 on the CPU (here: float64, exact for these inputs).
+// MaxPool2D: the same outputs and gradients, for windows that tile, leave rows out,
+// overlap, or are clipped by "same" padding, with ties, NaNs and non-positive windows.
+// Conv2D of few input channels: the same outputs and parameter gradients, for strides,
+// dilations and both paddings. Each on 1 and 2 threads.
 
 #include "worker/trainer/layer_ops.h"
 
@@ -80,6 +82,71 @@ TEST_CASE("MaxPool2D's loops give LibTorch's outputs and gradients", "[layer_ops
           // The test would catch a gradient routed to the wrong place: some do flow.
           CHECK(reference.grad.abs().nan_to_num(0).sum().item<double>() > 0);
         }
+      }
+    }
+  }
+}
+
+keras::Conv2DConfig ConvConfig(int64_t filters, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                               int64_t dh, int64_t dw, keras::Padding padding) {
+  keras::Conv2DConfig c;
+  c.filters = filters;
+  c.kernel_size = {kh, kw};
+  c.strides = {sh, sw};
+  c.dilation_rate = {dh, dw};
+  c.padding = padding;
+  return c;
+}
+
+struct Convolved {
+  torch::Tensor out, weight_grad, bias_grad;
+};
+
+// Conv2D of `x` in `dtype`, and the gradients of its parameters for the loss
+// sum(out * weights).
+Convolved Convolve(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                   const torch::Tensor& weights, torch::ScalarType dtype,
+                   const keras::Conv2DConfig& c) {
+  torch::Tensor w = weight.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor b = bias.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor out = Conv2D(x.to(dtype), w, b, c);
+  (out * weights.to(dtype)).sum().backward();
+  return {out.detach().to(torch::kFloat), w.grad().to(torch::kFloat), b.grad().to(torch::kFloat)};
+}
+
+TEST_CASE("Conv2D's loops for few input channels give LibTorch's outputs and gradients",
+          "[layer_ops]") {
+  struct Case {
+    std::string name;
+    int64_t h, w, in;
+    keras::Conv2DConfig config;
+  };
+  const Case cases[] = {
+      {"3x3, 1 -> 32 channels, the cnn's first layer", 28, 28, 1, ConvConfig(32, 3, 3, 1, 1, 1, 1, keras::Padding::kValid)},
+      {"3x3 'same', 3 -> 16 channels, stride 2", 9, 10, 3, ConvConfig(16, 3, 3, 2, 2, 1, 1, keras::Padding::kSame)},
+      {"2x3, 4 -> 48 channels, strides 1x2, dilation 2x1", 11, 13, 4, ConvConfig(48, 2, 3, 1, 2, 2, 1, keras::Padding::kValid)},
+      {"5x5 'same', 2 -> 16 channels, a row narrower than a block", 6, 3, 2, ConvConfig(16, 5, 5, 1, 1, 1, 1, keras::Padding::kSame)},
+  };
+  for (const Case& k : cases) {
+    for (int threads : {1, 2}) {
+      DYNAMIC_SECTION(k.name << ", " << threads << " thread(s)") {
+        torch::manual_seed(3);
+        // Small integers: every sum is exact in float32 and float64 alike.
+        torch::Tensor x = torch::randint(-3, 4, {5, k.h, k.w, k.in}).to(torch::kFloat);
+        torch::Tensor weight = torch::randint(-2, 3, {k.config.filters, k.in, k.config.kernel_size[0],
+                                                      k.config.kernel_size[1]}).to(torch::kFloat);
+        torch::Tensor bias = torch::randint(-5, 6, {k.config.filters}).to(torch::kFloat);
+        torch::Tensor probe = Conv2D(x.to(torch::kDouble), weight.to(torch::kDouble),
+                                     bias.to(torch::kDouble), k.config);
+        torch::Tensor weights = torch::randint(-2, 3, probe.sizes()).to(torch::kFloat);
+        omp_set_num_threads(threads);
+        Convolved loops = Convolve(x, weight, bias, weights, torch::kFloat, k.config);
+        omp_set_num_threads(1);
+        Convolved reference = Convolve(x, weight, bias, weights, torch::kDouble, k.config);
+        CHECK(SameValues(loops.out, reference.out));
+        CHECK(SameValues(loops.weight_grad, reference.weight_grad));
+        CHECK(SameValues(loops.bias_grad, reference.bias_grad));
+        CHECK(loops.weight_grad.abs().sum().item<double>() > 0);
       }
     }
   }
