@@ -1,7 +1,9 @@
 #include "worker/trainer/layer_ops.h"
 
 #include <array>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include <ATen/autocast_mode.h>
 
@@ -87,17 +89,22 @@ torch::Tensor Conv1D(const torch::Tensor& x, const torch::Tensor& weight, const 
 
 namespace {
 
-std::vector<int64_t> ShapeVector(const Conv2DShape& s) {
-  return {s.batch,    s.height,   s.width,      s.in_channels, s.out_channels,
-          s.kernel_h, s.kernel_w, s.stride_h,   s.stride_w,    s.dilation_h,
-          s.dilation_w, s.out_height, s.out_width};
+// A kernel's shape (a struct of int64_t fields) kept in an autograd context, for the
+// backward.
+template <typename Shape>
+void SaveShape(torch::autograd::AutogradContext* ctx, const Shape& s) {
+  static_assert(std::is_trivially_copyable_v<Shape> && sizeof(Shape) % sizeof(int64_t) == 0);
+  std::vector<int64_t> fields(sizeof(Shape) / sizeof(int64_t));
+  std::memcpy(fields.data(), &s, sizeof(Shape));
+  ctx->saved_data["shape"] = fields;
 }
 
-Conv2DShape ShapeFromVector(const std::vector<int64_t>& v) {
-  return {.batch = v[0], .height = v[1], .width = v[2], .in_channels = v[3],
-          .out_channels = v[4], .kernel_h = v[5], .kernel_w = v[6], .stride_h = v[7],
-          .stride_w = v[8], .dilation_h = v[9], .dilation_w = v[10], .out_height = v[11],
-          .out_width = v[12]};
+template <typename Shape>
+Shape SavedShape(torch::autograd::AutogradContext* ctx) {
+  std::vector<int64_t> fields = ctx->saved_data["shape"].toIntVector();
+  Shape s;
+  std::memcpy(static_cast<void*>(&s), fields.data(), sizeof(Shape));  // every field an int64_t
+  return s;
 }
 
 // A Conv2D of few input channels on an input that needs no gradient (the model's
@@ -114,14 +121,14 @@ class SmallConv2D : public torch::autograd::Function<SmallConv2D> {
     SmallConv2DForward(x.data_ptr<float>(), kernel.data_ptr<float>(),
                        b.defined() ? b.data_ptr<float>() : nullptr, s, out.data_ptr<float>());
     ctx->saved_data["x"] = x;
-    ctx->saved_data["shape"] = ShapeVector(s);
+    SaveShape(ctx, s);
     ctx->saved_data["bias"] = bias.defined();
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    Conv2DShape s = ShapeFromVector(ctx->saved_data["shape"].toIntVector());
+    Conv2DShape s = SavedShape<Conv2DShape>(ctx);
     torch::Tensor x = ctx->saved_data["x"].toTensor();
     torch::Tensor grad_out = grads[0].contiguous();
     torch::Tensor kernel_grad =
@@ -192,18 +199,13 @@ class MaxPool2DLoops : public torch::autograd::Function<MaxPool2DLoops> {
     MaxPool2DForward(in.data_ptr<float>(), s, relu, out.data_ptr<float>(),
                      which.data_ptr<uint8_t>());
     ctx->saved_data["which"] = which;
-    ctx->saved_data["shape"] = std::vector<int64_t>{
-        s.batch,    s.height,   s.width,   s.channels,   s.pool_h,     s.pool_w,
-        s.stride_h, s.stride_w, s.pad_top, s.pad_left, s.out_height, s.out_width};
+    SaveShape(ctx, s);
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    std::vector<int64_t> v = ctx->saved_data["shape"].toIntVector();
-    MaxPool2DShape s{.batch = v[0], .height = v[1], .width = v[2], .channels = v[3],
-                     .pool_h = v[4], .pool_w = v[5], .stride_h = v[6], .stride_w = v[7],
-                     .pad_top = v[8], .pad_left = v[9], .out_height = v[10], .out_width = v[11]};
+    MaxPool2DShape s = SavedShape<MaxPool2DShape>(ctx);
     torch::Tensor which = ctx->saved_data["which"].toTensor();
     torch::Tensor grad_out = grads[0].contiguous();
     torch::Tensor grad_in = torch::empty({s.batch, s.height, s.width, s.channels}, grad_out.options());
