@@ -42,6 +42,8 @@ using cohort::trainer::Sgemm;
 using Clock = std::chrono::steady_clock;
 using Kernel = std::function<void()>;
 
+float* Floats(const at::Tensor& t) { return t.data_ptr<float>(); }
+
 // Forward and backward products of a Dense layer x(b, in) @ W(in, out).
 // `input_grad`: whether backward computes dx (not for the first layer: the data has no
 // gradient).
@@ -51,12 +53,11 @@ void AddDense(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64
   at::Tensor x = at::rand({batch, in}, opts), w = at::rand({in, out}, opts);
   at::Tensor y = at::empty({batch, out}, opts), dy = at::rand({batch, out}, opts);
   at::Tensor dw = at::empty({in, out}, opts), dx = at::empty({batch, in}, opts);
-  auto f = [](at::Tensor& t) { return t.data_ptr<float>(); };
   // The products the trainer's Dense step runs (gemm.h), on the same library.
-  forward.push_back([=]() mutable { Sgemm(false, false, batch, out, in, f(x), in, f(w), out, 0, f(y), out); });
-  backward.insert(backward.begin(), [=]() mutable {
-    Sgemm(true, false, in, out, batch, f(x), in, f(dy), out, 0, f(dw), out);
-    if (input_grad) Sgemm(false, true, batch, in, out, f(dy), out, f(w), out, 0, f(dx), in);
+  forward.push_back([=] { Sgemm(false, false, batch, out, in, Floats(x), in, Floats(w), out, 0, Floats(y), out); });
+  backward.insert(backward.begin(), [=] {
+    Sgemm(true, false, in, out, batch, Floats(x), in, Floats(dy), out, 0, Floats(dw), out);
+    if (input_grad) Sgemm(false, true, batch, in, out, Floats(dy), out, Floats(w), out, 0, Floats(dx), in);
   });
 }
 
@@ -83,12 +84,11 @@ void AddConv(std::vector<Kernel>& forward, std::vector<Kernel>& backward, int64_
     // beat oneDNN's convolution there: x, dy (N, H, W, C), kernels (3, 3, in, out).
     at::Tensor kernel = at::rand({3, 3, cin, cout}, opts), y = at::empty({batch, osize, osize, cout}, opts);
     at::Tensor dk = at::empty_like(kernel), db = at::empty_like(b);
-    auto f = [](const at::Tensor& t) { return t.data_ptr<float>(); };
     forward.push_back([=] {
-      cohort::trainer::SmallConv2DForward(f(x), f(kernel), f(b), shape, f(y));
+      cohort::trainer::SmallConv2DForward(Floats(x), Floats(kernel), Floats(b), shape, Floats(y));
     });
     backward.insert(backward.begin(), [=] {
-      cohort::trainer::SmallConv2DParameterGradients(f(x), f(dy), shape, f(dk), f(db));
+      cohort::trainer::SmallConv2DParameterGradients(Floats(x), Floats(dy), shape, Floats(dk), Floats(db));
     });
     return;
   }

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-
 #include <vector>
 
 #include <omp.h>
@@ -37,6 +36,24 @@ constexpr size_t kParallelMinElements = size_t{1} << 15;
 template <typename SliceFn>
 void ForEachSlice(size_t n, SliceFn&& slice) {
   ParallelSlices(n, 64 / sizeof(float), kParallelMinElements, slice);
+}
+
+// Rows of `row_work` elements' work enough for a slice to be worth a thread.
+size_t MinRows(int64_t row_work) {
+  return std::max<size_t>(1, kParallelMinElements / static_cast<size_t>(std::max<int64_t>(1, row_work)));
+}
+
+// row(n, r, index) for every row r of every sample n of a (samples, rows, ...) block,
+// index = n * rows + r, split by rows across the OpenMP threads as ParallelSlices does.
+template <typename RowFn>
+void ParallelRows(int64_t samples, int64_t rows, int64_t row_work, RowFn&& row) {
+  ParallelSlices(static_cast<size_t>(samples * rows), 1, MinRows(row_work),
+                 [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t index = static_cast<int64_t>(i);
+      row(index / rows, index % rows, index);
+    }
+  });
 }
 
 COHORT_CPU_CLONES
@@ -183,9 +200,7 @@ void AddBiasReluRows(float* values, const float* bias, int64_t rows, int64_t col
 }  // namespace
 
 void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns, bool relu) {
-  // Rows enough for a slice to be worth a thread.
-  const size_t min_rows = std::max<size_t>(1, kParallelMinElements / std::max<int64_t>(1, columns));
-  ParallelSlices(rows, 1, min_rows, [&](size_t begin, size_t end) {
+  ParallelSlices(rows, 1, MinRows(columns), [&](size_t begin, size_t end) {
     AddBiasReluRows(values + begin * columns, bias, end - begin, columns, relu);
   });
 }
@@ -304,11 +319,6 @@ void MaxPoolBackwardSample(const float* grad_out, const uint8_t* which, const Ma
   }
 }
 
-// Rows of `row_values` floats enough for a slice to be worth a thread.
-size_t MinRows(int64_t row_values) {
-  return std::max<size_t>(1, kParallelMinElements / static_cast<size_t>(std::max<int64_t>(1, row_values)));
-}
-
 }  // namespace
 
 bool MaxPool2DSupported(const MaxPool2DShape& s) {
@@ -323,13 +333,9 @@ bool MaxPool2DSupported(const MaxPool2DShape& s) {
 void MaxPool2DForward(const float* in, const MaxPool2DShape& s, bool relu, float* out,
                       uint8_t* which) {
   const int64_t row = s.out_width * s.channels;
-  ParallelSlices(static_cast<size_t>(s.batch * s.out_height), 1,
-                 MinRows(row * s.pool_h * s.pool_w), [&](size_t begin, size_t end) {
-    for (size_t r = begin; r < end; ++r) {
-      const int64_t n = static_cast<int64_t>(r) / s.out_height;
-      const int64_t oh = static_cast<int64_t>(r) % s.out_height;
-      MaxPoolRow(in, s, relu, n, oh, out + r * row, which + r * row);
-    }
+  ParallelRows(s.batch, s.out_height, row * s.pool_h * s.pool_w,
+               [&](int64_t n, int64_t oh, int64_t index) {
+    MaxPoolRow(in, s, relu, n, oh, out + index * row, which + index * row);
   });
 }
 
@@ -337,13 +343,8 @@ void MaxPool2DBackward(const float* grad_out, const uint8_t* which, const MaxPoo
                        float* grad_in) {
   const int64_t row = s.width * s.channels;
   if (s.stride_h >= s.pool_h && s.stride_w >= s.pool_w) {
-    ParallelSlices(static_cast<size_t>(s.batch * s.height), 1, MinRows(row),
-                   [&](size_t begin, size_t end) {
-      for (size_t r = begin; r < end; ++r) {
-        const int64_t n = static_cast<int64_t>(r) / s.height;
-        const int64_t ih = static_cast<int64_t>(r) % s.height;
-        MaxPoolBackwardRow(grad_out, which, s, n, ih, grad_in + r * row);
-      }
+    ParallelRows(s.batch, s.height, row, [&](int64_t n, int64_t ih, int64_t index) {
+      MaxPoolBackwardRow(grad_out, which, s, n, ih, grad_in + index * row);
     });
     return;
   }
@@ -443,30 +444,25 @@ inline __attribute__((always_inline)) void SmallConvTapGradients(
 }
 
 // Sample `n`'s share of the parameter gradients, into `kernel_grad` and `bias_grad`.
+// offsets[t]: where tap t (kh, kw, in) reads, from an output's first input value.
 COHORT_CPU_CLONES
 void SmallConvSampleGradients(const float* in, const float* grad_out, const Conv2DShape& s,
-                              int64_t n, float* kernel_grad, float* bias_grad) {
+                              const int64_t* offsets, int64_t n, float* kernel_grad,
+                              float* bias_grad) {
   constexpr int kGroup = 8;
-  const int64_t cin = s.in_channels, cout = s.out_channels;
-  const int64_t taps = s.kernel_h * s.kernel_w * cin;
-  std::vector<int64_t> offsets(static_cast<size_t>(taps));
-  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-      for (int64_t ci = 0; ci < cin; ++ci) {
-        offsets[static_cast<size_t>((kh * s.kernel_w + kw) * cin + ci)] =
-            (kh * s.dilation_h * s.width + kw * s.dilation_w) * cin + ci;
-      }
-    }
-  }
-  std::vector<float*> grads(static_cast<size_t>(taps));
+  const int64_t cout = s.out_channels;
+  const int64_t taps = s.kernel_h * s.kernel_w * s.in_channels;
   for (int64_t co = 0; co < cout; co += kLanes) {
-    for (int64_t t = 0; t < taps; ++t) grads[static_cast<size_t>(t)] = kernel_grad + t * cout + co;
+    // Tap t's 16 gradients start at kernel_grad + t * cout + co.
+    float* grads[kGroup];
     int64_t t = 0;
     for (; t + kGroup <= taps; t += kGroup) {
-      SmallConvTapGradients<kGroup>(in, grad_out, s, n, co, offsets.data() + t, grads.data() + t);
+      for (int g = 0; g < kGroup; ++g) grads[g] = kernel_grad + (t + g) * cout + co;
+      SmallConvTapGradients<kGroup>(in, grad_out, s, n, co, offsets + t, grads);
     }
     for (; t < taps; ++t) {
-      SmallConvTapGradients<1>(in, grad_out, s, n, co, offsets.data() + t, grads.data() + t);
+      grads[0] = kernel_grad + t * cout + co;
+      SmallConvTapGradients<1>(in, grad_out, s, n, co, offsets + t, grads);
     }
     Floats16 sum = {};
     for (int64_t p = 0; p < s.out_height * s.out_width; ++p) {
@@ -493,13 +489,8 @@ void SmallConv2DForward(const float* in, const float* kernel, const float* bias,
                         const Conv2DShape& s, float* out) {
   const int64_t row = s.out_width * s.out_channels;
   const int64_t row_work = row * s.kernel_h * s.kernel_w * s.in_channels;
-  ParallelSlices(static_cast<size_t>(s.batch * s.out_height), 1, MinRows(row_work),
-                 [&](size_t begin, size_t end) {
-    for (size_t r = begin; r < end; ++r) {
-      const int64_t n = static_cast<int64_t>(r) / s.out_height;
-      const int64_t oh = static_cast<int64_t>(r) % s.out_height;
-      SmallConvRow(in, kernel, bias, s, n, oh, out + r * row);
-    }
+  ParallelRows(s.batch, s.out_height, row_work, [&](int64_t n, int64_t oh, int64_t index) {
+    SmallConvRow(in, kernel, bias, s, n, oh, out + index * row);
   });
 }
 
@@ -508,13 +499,18 @@ void SmallConv2DParameterGradients(const float* in, const float* grad_out, const
   const size_t kernel_size = static_cast<size_t>(s.kernel_h * s.kernel_w * s.in_channels * s.out_channels);
   const size_t per_sample = kernel_size + static_cast<size_t>(s.out_channels);
   std::vector<float> partial(static_cast<size_t>(s.batch) * per_sample);
-  const int64_t sample_work = s.out_height * s.out_width * static_cast<int64_t>(kernel_size);
-  ParallelSlices(static_cast<size_t>(s.batch), 1, MinRows(sample_work),
-                 [&](size_t begin, size_t end) {
-    for (size_t n = begin; n < end; ++n) {
-      float* p = partial.data() + n * per_sample;
-      SmallConvSampleGradients(in, grad_out, s, static_cast<int64_t>(n), p, p + kernel_size);
+  std::vector<int64_t> offsets;
+  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
+    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
+      for (int64_t ci = 0; ci < s.in_channels; ++ci) {
+        offsets.push_back((kh * s.dilation_h * s.width + kw * s.dilation_w) * s.in_channels + ci);
+      }
     }
+  }
+  const int64_t sample_work = s.out_height * s.out_width * static_cast<int64_t>(kernel_size);
+  ParallelRows(s.batch, 1, sample_work, [&](int64_t n, int64_t, int64_t) {
+    float* p = partial.data() + static_cast<size_t>(n) * per_sample;
+    SmallConvSampleGradients(in, grad_out, s, offsets.data(), n, p, p + kernel_size);
   });
   std::fill(kernel_grad, kernel_grad + kernel_size, 0.0f);
   if (bias_grad != nullptr) std::fill(bias_grad, bias_grad + s.out_channels, 0.0f);
