@@ -424,16 +424,17 @@ void SmallConvRow(const float* in, const float* kernel, const float* bias, const
 }
 
 // kTaps taps' gradients (their offsets into a pixel's input in `offsets`), 16 channels
-// from `co`, summed over sample `n`'s outputs in order, in registers.
+// from `co`, summed over one sample's outputs in order, in registers. `in` and
+// `grad_out`: the sample's input and output gradient.
 template <int kTaps>
 inline __attribute__((always_inline)) void SmallConvTapGradients(
-    const float* in, const float* grad_out, const Conv2DShape& s, int64_t n, int64_t co,
+    const float* in, const float* grad_out, const Conv2DShape& s, int64_t co,
     const int64_t* offsets, float* const* grads) {
   const int64_t cin = s.in_channels, cout = s.out_channels;
   Floats16 sum[kTaps] = {};
   for (int64_t oh = 0; oh < s.out_height; ++oh) {
-    const float* g = grad_out + (n * s.out_height + oh) * s.out_width * cout + co;
-    const float* x = in + (n * s.height + oh * s.stride_h) * s.width * cin;
+    const float* g = grad_out + oh * s.out_width * cout + co;
+    const float* x = in + oh * s.stride_h * s.width * cin;
     for (int64_t ow = 0; ow < s.out_width; ++ow) {
       const Floats16 gv = Load16(g + ow * cout);
       const float* px = x + ow * s.stride_w * cin;
@@ -443,12 +444,12 @@ inline __attribute__((always_inline)) void SmallConvTapGradients(
   for (int t = 0; t < kTaps; ++t) Store16(grads[t], sum[t]);
 }
 
-// Sample `n`'s share of the parameter gradients, into `kernel_grad` and `bias_grad`.
-// offsets[t]: where tap t (kh, kw, in) reads, from an output's first input value.
+// One sample's share of the parameter gradients (`in`, `grad_out`: its input and output
+// gradient), into `kernel_grad` and `bias_grad`. offsets[t]: where tap t (kh, kw, in)
+// reads, from an output's first input value.
 COHORT_CPU_CLONES
 void SmallConvSampleGradients(const float* in, const float* grad_out, const Conv2DShape& s,
-                              const int64_t* offsets, int64_t n, float* kernel_grad,
-                              float* bias_grad) {
+                              const int64_t* offsets, float* kernel_grad, float* bias_grad) {
   constexpr int kGroup = 8;
   const int64_t cout = s.out_channels;
   const int64_t taps = s.kernel_h * s.kernel_w * s.in_channels;
@@ -458,15 +459,15 @@ void SmallConvSampleGradients(const float* in, const float* grad_out, const Conv
     int64_t t = 0;
     for (; t + kGroup <= taps; t += kGroup) {
       for (int g = 0; g < kGroup; ++g) grads[g] = kernel_grad + (t + g) * cout + co;
-      SmallConvTapGradients<kGroup>(in, grad_out, s, n, co, offsets + t, grads);
+      SmallConvTapGradients<kGroup>(in, grad_out, s, co, offsets + t, grads);
     }
     for (; t < taps; ++t) {
       grads[0] = kernel_grad + t * cout + co;
-      SmallConvTapGradients<1>(in, grad_out, s, n, co, offsets + t, grads);
+      SmallConvTapGradients<1>(in, grad_out, s, co, offsets + t, grads);
     }
     Floats16 sum = {};
     for (int64_t p = 0; p < s.out_height * s.out_width; ++p) {
-      sum += Load16(grad_out + (n * s.out_height * s.out_width + p) * cout + co);
+      sum += Load16(grad_out + p * cout + co);
     }
     Store16(bias_grad + co, sum);
   }
@@ -494,8 +495,15 @@ void SmallConv2DForward(const float* in, const float* kernel, const float* bias,
   });
 }
 
-void SmallConv2DParameterGradients(const float* in, const float* grad_out, const Conv2DShape& s,
-                                   float* kernel_grad, float* bias_grad) {
+namespace {
+
+// The parameter gradients of SmallConv2D: sample_grad(n, scratch) gives sample n's
+// output gradient, either in place or written to `scratch` (scratch_size floats, one
+// buffer per thread). Each sample's share is summed alone, then the shares in sample
+// order, so the bits do not depend on the threads.
+template <typename SampleGradFn>
+void SmallConvGradients(const float* in, const Conv2DShape& s, size_t scratch_size,
+                        SampleGradFn&& sample_grad, float* kernel_grad, float* bias_grad) {
   const size_t kernel_size = static_cast<size_t>(s.kernel_h * s.kernel_w * s.in_channels * s.out_channels);
   const size_t per_sample = kernel_size + static_cast<size_t>(s.out_channels);
   std::vector<float> partial(static_cast<size_t>(s.batch) * per_sample);
@@ -508,9 +516,15 @@ void SmallConv2DParameterGradients(const float* in, const float* grad_out, const
     }
   }
   const int64_t sample_work = s.out_height * s.out_width * static_cast<int64_t>(kernel_size);
-  ParallelRows(s.batch, 1, sample_work, [&](int64_t n, int64_t, int64_t) {
-    float* p = partial.data() + static_cast<size_t>(n) * per_sample;
-    SmallConvSampleGradients(in, grad_out, s, offsets.data(), n, p, p + kernel_size);
+  const int64_t sample_in = s.height * s.width * s.in_channels;
+  ParallelSlices(static_cast<size_t>(s.batch), 1, MinRows(sample_work), [&](size_t begin, size_t end) {
+    std::vector<float> scratch(scratch_size);
+    for (size_t n = begin; n < end; ++n) {
+      float* p = partial.data() + n * per_sample;
+      const float* grad_out = sample_grad(static_cast<int64_t>(n), scratch.data());
+      SmallConvSampleGradients(in + static_cast<int64_t>(n) * sample_in, grad_out, s,
+                               offsets.data(), p, p + kernel_size);
+    }
   });
   std::fill(kernel_grad, kernel_grad + kernel_size, 0.0f);
   if (bias_grad != nullptr) std::fill(bias_grad, bias_grad + s.out_channels, 0.0f);
@@ -521,6 +535,66 @@ void SmallConv2DParameterGradients(const float* in, const float* grad_out, const
       for (int64_t c = 0; c < s.out_channels; ++c) bias_grad[c] += p[kernel_size + c];
     }
   }
+}
+
+}  // namespace
+
+void SmallConv2DParameterGradients(const float* in, const float* grad_out, const Conv2DShape& s,
+                                   float* kernel_grad, float* bias_grad) {
+  const int64_t sample_out = s.out_height * s.out_width * s.out_channels;
+  SmallConvGradients(in, s, 0, [&](int64_t n, float*) { return grad_out + n * sample_out; },
+                     kernel_grad, bias_grad);
+}
+
+bool SmallConv2DMaxPoolSupported(const Conv2DShape& conv, const MaxPool2DShape& pool) {
+  return SmallConv2DSupported(conv) && MaxPool2DSupported(pool) && pool.batch == conv.batch &&
+         pool.height == conv.out_height && pool.width == conv.out_width &&
+         pool.channels == conv.out_channels && pool.stride_h >= pool.pool_h &&
+         pool.stride_w >= pool.pool_w;
+}
+
+void SmallConv2DMaxPoolForward(const float* in, const float* kernel, const float* bias,
+                               const Conv2DShape& conv, const MaxPool2DShape& pool, bool relu,
+                               float* out, uint8_t* which) {
+  const int64_t conv_row = conv.out_width * conv.out_channels;
+  const int64_t row = pool.out_width * pool.channels;
+  const int64_t row_work = conv_row * pool.pool_h * conv.kernel_h * conv.kernel_w * conv.in_channels;
+  ParallelSlices(static_cast<size_t>(pool.batch * pool.out_height), 1, MinRows(row_work),
+                 [&](size_t begin, size_t end) {
+    std::vector<float> rows(static_cast<size_t>(pool.pool_h * conv_row));
+    for (size_t i = begin; i < end; ++i) {
+      const int64_t index = static_cast<int64_t>(i);
+      const int64_t n = index / pool.out_height, oh = index % pool.out_height;
+      // The window's rows of the convolution's output, clipped to it; then the pooling
+      // of them alone, as one output row of a one-sample block that starts at the first.
+      const int64_t h0 = oh * pool.stride_h - pool.pad_top;
+      const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + pool.pool_h, pool.height);
+      for (int64_t ih = h_begin; ih < h_end; ++ih) {
+        SmallConvRow(in, kernel, bias, conv, n, ih, rows.data() + (ih - h_begin) * conv_row);
+      }
+      MaxPool2DShape window = pool;
+      window.batch = 1;
+      window.height = h_end - h_begin;
+      window.pad_top = h_begin - h0;
+      window.out_height = 1;
+      MaxPoolRow(rows.data(), window, relu, 0, 0, out + index * row, which + index * row);
+    }
+  });
+}
+
+void SmallConv2DMaxPoolParameterGradients(const float* in, const float* grad_out,
+                                          const uint8_t* which, const Conv2DShape& conv,
+                                          const MaxPool2DShape& pool, float* kernel_grad,
+                                          float* bias_grad) {
+  const int64_t conv_row = conv.out_width * conv.out_channels;
+  auto sample_grad = [&](int64_t n, float* scratch) -> const float* {
+    for (int64_t ih = 0; ih < pool.height; ++ih) {
+      MaxPoolBackwardRow(grad_out, which, pool, n, ih, scratch + ih * conv_row);
+    }
+    return scratch;
+  };
+  SmallConvGradients(in, conv, static_cast<size_t>(conv.out_height * conv_row), sample_grad,
+                     kernel_grad, bias_grad);
 }
 
 namespace {

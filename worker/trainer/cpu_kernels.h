@@ -126,6 +126,27 @@ void SmallConv2DForward(const float* in, const float* kernel, const float* bias,
 void SmallConv2DParameterGradients(const float* in, const float* grad_out, const Conv2DShape& s,
                                    float* kernel_grad, float* bias_grad);
 
+// Such a Conv2D whose output only a MaxPooling2D of windows that do not overlap reads
+// (an image model's first block), in one: the convolution's rows are computed a
+// window's height at a time into a buffer of the thread's and pooled from there, so
+// its output (the cnn's 11 MB at 128 rows) is never written out, nor is its gradient
+// on the way back; rows that no window covers are not computed. The same bits as
+// SmallConv2DForward then MaxPool2DForward, and MaxPool2DBackward then
+// SmallConv2DParameterGradients. `pool` describes the pooling of the convolution's
+// output (height, width, channels: the convolution's out_height, out_width,
+// out_channels).
+bool SmallConv2DMaxPoolSupported(const Conv2DShape& conv, const MaxPool2DShape& pool);
+// out, which: as MaxPool2DForward's. Split by output rows across the OpenMP threads.
+void SmallConv2DMaxPoolForward(const float* in, const float* kernel, const float* bias,
+                               const Conv2DShape& conv, const MaxPool2DShape& pool, bool relu,
+                               float* out, uint8_t* which);
+// The parameter gradients for the pooled output's gradient `grad_out`, summed as
+// SmallConv2DParameterGradients sums them.
+void SmallConv2DMaxPoolParameterGradients(const float* in, const float* grad_out,
+                                          const uint8_t* which, const Conv2DShape& conv,
+                                          const MaxPool2DShape& pool, float* kernel_grad,
+                                          float* bias_grad);
+
 // The rows of a row-major rows x columns block whose largest value is at the column
 // `labels` names (sparse categorical accuracy), or, when `labels` is null, at the
 // column where the same row of `targets` has its largest (categorical accuracy). The

@@ -44,12 +44,14 @@ absl::StatusOr<std::unique_ptr<KerasModel>> KerasModel::Create(const keras::Mode
   for (int n = 0; n < count; ++n) {
     for (int in : ir.nodes[n].inputs) readers[in].push_back(n);
   }
-  model->relu_in_pool_.assign(count, false);
+  model->pooling_reader_.assign(count, -1);
   for (int n = 0; n + 1 < count; ++n) {
     const auto* conv = std::get_if<keras::Conv2DConfig>(&ir.nodes[n].config);
-    model->relu_in_pool_[n] = conv != nullptr && conv->activation == keras::Activation::kRelu &&
-                              readers[n].size() == 1 &&
-                              ir.nodes[readers[n][0]].layer_class() == LayerClass::kMaxPooling2D;
+    if (conv != nullptr &&
+        (conv->activation == keras::Activation::kRelu || conv->activation == keras::Activation::kLinear) &&
+        readers[n].size() == 1 && ir.nodes[readers[n][0]].layer_class() == LayerClass::kMaxPooling2D) {
+      model->pooling_reader_[n] = readers[n][0];
+    }
   }
   try {
     model->node_variables_.resize(ir.nodes.size());
@@ -147,7 +149,7 @@ KerasModel::Output KerasModel::Forward(const torch::Tensor& x, bool training) {
     if (i == 0) inputs.push_back(x);
     bool last = i == count - 1;
     if (!last) {
-      outs[i] = RunNode(i, inputs, training, !relu_in_pool_[i]);
+      outs[i] = RunNode(i, inputs, training);
       continue;
     }
     // The last node: keep what comes before a final softmax/sigmoid as logits.
@@ -206,13 +208,20 @@ torch::Tensor KerasModel::RunNode(int i, const std::vector<torch::Tensor>& in, b
     }
     case LayerClass::kConv2D: {
       const auto& c = std::get<keras::Conv2DConfig>(node.config);
-      return act(Conv2D(x, var(0), c.use_bias ? var(1) : torch::Tensor(), c), c.activation);
+      torch::Tensor bias = c.use_bias ? var(1) : torch::Tensor();
+      if (int pooling = pooling_reader_[i]; pooling >= 0) {
+        return Conv2DMaxPool2D(x, var(0), bias, c,
+                               std::get<keras::MaxPooling2DConfig>(ir_.nodes[pooling].config),
+                               c.activation == keras::Activation::kRelu);
+      }
+      return act(Conv2D(x, var(0), bias, c), c.activation);
     }
     case LayerClass::kMaxPooling1D:
       return MaxPool1D(x, std::get<keras::MaxPooling1DConfig>(node.config));
     case LayerClass::kMaxPooling2D:
-      return MaxPool2D(x, std::get<keras::MaxPooling2DConfig>(node.config),
-                       relu_in_pool_[node.inputs[0]]);
+      // Pooled already by the Conv2D it reads (pooling_reader_).
+      if (pooling_reader_[node.inputs[0]] == i) return x;
+      return MaxPool2D(x, std::get<keras::MaxPooling2DConfig>(node.config));
     case LayerClass::kAveragePooling2D:
       return AvgPool2D(x, std::get<keras::AveragePooling2DConfig>(node.config));
     case LayerClass::kGlobalAveragePooling1D:

@@ -75,10 +75,13 @@ class KerasModel {
 
   keras::ModelIr ir_;
   torch::Device device_;
-  // Per node: a Conv2D with activation "relu" whose output only a MaxPooling2D reads.
-  // Its rectifier runs inside the pooling (MaxPool2D's `relu`), so the rectified
-  // activations are never written out: the cnn's 11 MB of them at 128 rows.
-  std::vector<bool> relu_in_pool_;
+  // Per node: for a Conv2D with activation "relu" or none whose output only a
+  // MaxPooling2D reads, that node; else -1. The Conv2D runs the pooling too
+  // (Conv2DMaxPool2D: its rectifier inside the pooling, so the rectified activations,
+  // the cnn's 11 MB at 128 rows, are never written out, and with the loops for few
+  // input channels not the convolution's output either), and the pooling node passes
+  // its input on.
+  std::vector<int> pooling_reader_;
   std::vector<ModelVariable> variables_;
   std::vector<std::vector<int>> node_variables_;  // node -> indices into variables_
 };

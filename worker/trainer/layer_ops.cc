@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 #include <type_traits>
 
 #include <ATen/autocast_mode.h>
@@ -89,57 +91,126 @@ torch::Tensor Conv1D(const torch::Tensor& x, const torch::Tensor& weight, const 
 
 namespace {
 
-// A kernel's shape (a struct of int64_t fields) kept in an autograd context, for the
-// backward.
+// A kernel's shape (a struct of int64_t fields) kept in an autograd context under
+// `key`, for the backward.
 template <typename Shape>
-void SaveShape(torch::autograd::AutogradContext* ctx, const Shape& s) {
+void SaveShape(torch::autograd::AutogradContext* ctx, const std::string& key, const Shape& s) {
   static_assert(std::is_trivially_copyable_v<Shape> && sizeof(Shape) % sizeof(int64_t) == 0);
   std::vector<int64_t> fields(sizeof(Shape) / sizeof(int64_t));
   std::memcpy(fields.data(), &s, sizeof(Shape));
-  ctx->saved_data["shape"] = fields;
+  ctx->saved_data[key] = fields;
 }
 
 template <typename Shape>
-Shape SavedShape(torch::autograd::AutogradContext* ctx) {
-  std::vector<int64_t> fields = ctx->saved_data["shape"].toIntVector();
+Shape SavedShape(torch::autograd::AutogradContext* ctx, const std::string& key) {
+  std::vector<int64_t> fields = ctx->saved_data[key].toIntVector();
   Shape s;
   std::memcpy(static_cast<void*>(&s), fields.data(), sizeof(Shape));  // every field an int64_t
   return s;
 }
 
+// The shape of a MaxPooling2D of (N, H, W, C) `sizes`, when cpu_kernels' loops take it.
+std::optional<MaxPool2DShape> LoopPoolShape(at::IntArrayRef sizes, const keras::MaxPooling2DConfig& c) {
+  auto [top, bottom] = AxisPadding(c.padding, sizes[1], c.pool_size[0], c.strides[0], 1);
+  auto [left, right] = AxisPadding(c.padding, sizes[2], c.pool_size[1], c.strides[1], 1);
+  MaxPool2DShape s{.batch = sizes[0], .height = sizes[1], .width = sizes[2], .channels = sizes[3],
+                   .pool_h = c.pool_size[0], .pool_w = c.pool_size[1], .stride_h = c.strides[0],
+                   .stride_w = c.strides[1], .pad_top = top, .pad_left = left};
+  if (s.height + top + bottom < s.pool_h || s.width + left + right < s.pool_w) return std::nullopt;
+  s.out_height = (s.height + top + bottom - s.pool_h) / s.stride_h + 1;
+  s.out_width = (s.width + left + right - s.pool_w) / s.stride_w + 1;
+  if (!MaxPool2DSupported(s)) return std::nullopt;
+  return s;
+}
+
+// A Conv2D that cpu_kernels' loops for few input channels take: its input, padded and
+// channels-last contiguous, and its shape.
+struct SmallConvInput {
+  torch::Tensor x;
+  Conv2DShape shape;
+};
+
+std::optional<SmallConvInput> SmallConvFor(const torch::Tensor& x, const torch::Tensor& weight,
+                                           const keras::Conv2DConfig& c) {
+  if (x.requires_grad() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat ||
+      weight.scalar_type() != torch::kFloat || c.groups != 1 || at::autocast::is_cpu_enabled()) {
+    return std::nullopt;
+  }
+  torch::Tensor cf = x.permute({0, 3, 1, 2});
+  std::vector<int64_t> pad;
+  cf = PadSpatial<2>(cf, c.padding, c.kernel_size, c.strides, c.dilation_rate, 0.0, &pad);
+  // The loops take the input padded: the zeros of the padding are an image's few
+  // channels, and every tap then falls inside.
+  torch::Tensor padded = pad[0] == 0 && pad[1] == 0
+                             ? cf
+                             : torch::constant_pad_nd(cf, {pad[1], pad[1], pad[0], pad[0]}, 0.0);
+  Conv2DShape s{.batch = padded.size(0), .height = padded.size(2), .width = padded.size(3),
+                .in_channels = padded.size(1), .out_channels = weight.size(0),
+                .kernel_h = c.kernel_size[0], .kernel_w = c.kernel_size[1],
+                .stride_h = c.strides[0], .stride_w = c.strides[1],
+                .dilation_h = c.dilation_rate[0], .dilation_w = c.dilation_rate[1]};
+  int64_t span_h = (s.kernel_h - 1) * s.dilation_h + 1, span_w = (s.kernel_w - 1) * s.dilation_w + 1;
+  if (s.height < span_h || s.width < span_w) return std::nullopt;
+  s.out_height = (s.height - span_h) / s.stride_h + 1;
+  s.out_width = (s.width - span_w) / s.stride_w + 1;
+  if (!SmallConv2DSupported(s)) return std::nullopt;
+  return SmallConvInput{padded.permute({0, 2, 3, 1}).contiguous(), s};
+}
+
 // A Conv2D of few input channels on an input that needs no gradient (the model's
-// input) through cpu_kernels' loops: SmallConv2DForward, SmallConv2DParameterGradients.
-class SmallConv2D : public torch::autograd::Function<SmallConv2D> {
+// input) through cpu_kernels' loops, alone (pool.batch 0: SmallConv2DForward,
+// SmallConv2DParameterGradients) or with the MaxPooling2D that reads it (with `relu`,
+// of its rectified output: SmallConv2DMaxPoolForward and its gradients).
+class SmallConv2DLoops : public torch::autograd::Function<SmallConv2DLoops> {
  public:
   // x: (N, H, W, C) contiguous; weight: LibTorch's (out, in, kh, kw).
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias,
-                               const Conv2DShape& s) {
+                               const Conv2DShape& s, const MaxPool2DShape& pool, bool relu) {
     torch::Tensor kernel = weight.permute({2, 3, 1, 0}).contiguous();  // Keras' layout
     torch::Tensor b = bias.defined() ? bias.contiguous() : bias;
-    torch::Tensor out = torch::empty({s.batch, s.out_height, s.out_width, s.out_channels}, x.options());
-    SmallConv2DForward(x.data_ptr<float>(), kernel.data_ptr<float>(),
-                       b.defined() ? b.data_ptr<float>() : nullptr, s, out.data_ptr<float>());
+    const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
+    torch::Tensor out;
+    if (pool.batch == 0) {
+      out = torch::empty({s.batch, s.out_height, s.out_width, s.out_channels}, x.options());
+      SmallConv2DForward(x.data_ptr<float>(), kernel.data_ptr<float>(), bias_data, s,
+                         out.data_ptr<float>());
+    } else {
+      out = torch::empty({pool.batch, pool.out_height, pool.out_width, pool.channels}, x.options());
+      torch::Tensor which = torch::empty(out.sizes(), x.options().dtype(torch::kUInt8));
+      SmallConv2DMaxPoolForward(x.data_ptr<float>(), kernel.data_ptr<float>(), bias_data, s, pool,
+                                relu, out.data_ptr<float>(), which.data_ptr<uint8_t>());
+      ctx->saved_data["which"] = which;
+    }
     ctx->saved_data["x"] = x;
-    SaveShape(ctx, s);
+    SaveShape(ctx, "conv", s);
+    SaveShape(ctx, "pool", pool);
     ctx->saved_data["bias"] = bias.defined();
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    Conv2DShape s = SavedShape<Conv2DShape>(ctx);
+    Conv2DShape s = SavedShape<Conv2DShape>(ctx, "conv");
+    MaxPool2DShape pool = SavedShape<MaxPool2DShape>(ctx, "pool");
     torch::Tensor x = ctx->saved_data["x"].toTensor();
     torch::Tensor grad_out = grads[0].contiguous();
     torch::Tensor kernel_grad =
         torch::empty({s.kernel_h, s.kernel_w, s.in_channels, s.out_channels}, grad_out.options());
     torch::Tensor bias_grad;
     if (ctx->saved_data["bias"].toBool()) bias_grad = torch::empty({s.out_channels}, grad_out.options());
-    SmallConv2DParameterGradients(x.data_ptr<float>(), grad_out.data_ptr<float>(), s,
-                                  kernel_grad.data_ptr<float>(),
-                                  bias_grad.defined() ? bias_grad.data_ptr<float>() : nullptr);
+    float* bias_data = bias_grad.defined() ? bias_grad.data_ptr<float>() : nullptr;
+    if (pool.batch == 0) {
+      SmallConv2DParameterGradients(x.data_ptr<float>(), grad_out.data_ptr<float>(), s,
+                                    kernel_grad.data_ptr<float>(), bias_data);
+    } else {
+      SmallConv2DMaxPoolParameterGradients(
+          x.data_ptr<float>(), grad_out.data_ptr<float>(),
+          ctx->saved_data["which"].toTensor().data_ptr<uint8_t>(), s, pool,
+          kernel_grad.data_ptr<float>(), bias_data);
+    }
     return {torch::Tensor(), kernel_grad.permute({3, 2, 0, 1}).contiguous(), bias_grad,
-            torch::Tensor()};
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -147,31 +218,13 @@ class SmallConv2D : public torch::autograd::Function<SmallConv2D> {
 
 torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      const keras::Conv2DConfig& c) {
+  if (std::optional<SmallConvInput> small = SmallConvFor(x, weight, c)) {
+    return SmallConv2DLoops::apply(small->x, weight, bias, small->shape, MaxPool2DShape{}, false);
+  }
   // A permuted view: NCHW indexing over channels_last memory, no copy.
   torch::Tensor cf = x.permute({0, 3, 1, 2});
   std::vector<int64_t> pad;
   cf = PadSpatial<2>(cf, c.padding, c.kernel_size, c.strides, c.dilation_rate, 0.0, &pad);
-  if (!cf.requires_grad() && cf.device().is_cpu() && cf.scalar_type() == torch::kFloat &&
-      weight.scalar_type() == torch::kFloat && c.groups == 1 && !at::autocast::is_cpu_enabled()) {
-    // The loops take the input padded: the zeros of the padding are an image's few
-    // channels, and every tap then falls inside.
-    torch::Tensor padded = pad[0] == 0 && pad[1] == 0
-                               ? cf
-                               : torch::constant_pad_nd(cf, {pad[1], pad[1], pad[0], pad[0]}, 0.0);
-    Conv2DShape s{.batch = padded.size(0), .height = padded.size(2), .width = padded.size(3),
-                  .in_channels = padded.size(1), .out_channels = weight.size(0),
-                  .kernel_h = c.kernel_size[0], .kernel_w = c.kernel_size[1],
-                  .stride_h = c.strides[0], .stride_w = c.strides[1],
-                  .dilation_h = c.dilation_rate[0], .dilation_w = c.dilation_rate[1]};
-    int64_t span_h = (s.kernel_h - 1) * s.dilation_h + 1, span_w = (s.kernel_w - 1) * s.dilation_w + 1;
-    if (s.height >= span_h && s.width >= span_w) {
-      s.out_height = (s.height - span_h) / s.stride_h + 1;
-      s.out_width = (s.width - span_w) / s.stride_w + 1;
-      if (SmallConv2DSupported(s)) {
-        return SmallConv2D::apply(padded.permute({0, 2, 3, 1}).contiguous(), weight, bias, s);
-      }
-    }
-  }
   torch::Tensor y = torch::conv2d(cf, weight, bias, {c.strides[0], c.strides[1]}, pad,
                                   {c.dilation_rate[0], c.dilation_rate[1]}, c.groups);
   return y.permute({0, 2, 3, 1});
@@ -199,13 +252,13 @@ class MaxPool2DLoops : public torch::autograd::Function<MaxPool2DLoops> {
     MaxPool2DForward(in.data_ptr<float>(), s, relu, out.data_ptr<float>(),
                      which.data_ptr<uint8_t>());
     ctx->saved_data["which"] = which;
-    SaveShape(ctx, s);
+    SaveShape(ctx, "pool", s);
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    MaxPool2DShape s = SavedShape<MaxPool2DShape>(ctx);
+    MaxPool2DShape s = SavedShape<MaxPool2DShape>(ctx, "pool");
     torch::Tensor which = ctx->saved_data["which"].toTensor();
     torch::Tensor grad_out = grads[0].contiguous();
     torch::Tensor grad_in = torch::empty({s.batch, s.height, s.width, s.channels}, grad_out.options());
@@ -219,16 +272,9 @@ class MaxPool2DLoops : public torch::autograd::Function<MaxPool2DLoops> {
 
 torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c, bool relu) {
   if (x.dim() == 4 && x.device().is_cpu() && x.scalar_type() == torch::kFloat) {
-    auto [top, bottom] = AxisPadding(c.padding, x.size(1), c.pool_size[0], c.strides[0], 1);
-    auto [left, right] = AxisPadding(c.padding, x.size(2), c.pool_size[1], c.strides[1], 1);
-    MaxPool2DShape s{.batch = x.size(0), .height = x.size(1), .width = x.size(2),
-                     .channels = x.size(3), .pool_h = c.pool_size[0], .pool_w = c.pool_size[1],
-                     .stride_h = c.strides[0], .stride_w = c.strides[1], .pad_top = top,
-                     .pad_left = left};
-    s.out_height = (s.height + top + bottom - s.pool_h) / s.stride_h + 1;
-    s.out_width = (s.width + left + right - s.pool_w) / s.stride_w + 1;
-    bool fits = s.height + top + bottom >= s.pool_h && s.width + left + right >= s.pool_w;
-    if (fits && MaxPool2DSupported(s)) return MaxPool2DLoops::apply(x, s, relu);
+    if (std::optional<MaxPool2DShape> s = LoopPoolShape(x.sizes(), c)) {
+      return MaxPool2DLoops::apply(x, *s, relu);
+    }
   }
   torch::Tensor cf = (relu ? torch::relu(x) : x).permute({0, 3, 1, 2});
   std::vector<int64_t> pad;
@@ -236,6 +282,20 @@ torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig&
                      -std::numeric_limits<double>::infinity(), &pad);
   return torch::max_pool2d(cf, {c.pool_size[0], c.pool_size[1]}, {c.strides[0], c.strides[1]}, pad)
       .permute({0, 2, 3, 1});
+}
+
+torch::Tensor Conv2DMaxPool2D(const torch::Tensor& x, const torch::Tensor& weight,
+                              const torch::Tensor& bias, const keras::Conv2DConfig& conv,
+                              const keras::MaxPooling2DConfig& pool, bool relu) {
+  if (std::optional<SmallConvInput> small = SmallConvFor(x, weight, conv)) {
+    const Conv2DShape& s = small->shape;
+    std::optional<MaxPool2DShape> p =
+        LoopPoolShape({s.batch, s.out_height, s.out_width, s.out_channels}, pool);
+    if (p && SmallConv2DMaxPoolSupported(s, *p)) {
+      return SmallConv2DLoops::apply(small->x, weight, bias, s, *p, relu);
+    }
+  }
+  return MaxPool2D(Conv2D(x, weight, bias, conv), pool, relu);
 }
 
 torch::Tensor AvgPool2D(const torch::Tensor& x, const keras::AveragePooling2DConfig& c) {

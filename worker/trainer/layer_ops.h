@@ -19,12 +19,20 @@ torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const 
                      const keras::Conv2DConfig& c);
 
 torch::Tensor MaxPool1D(const torch::Tensor& x, const keras::MaxPooling1DConfig& c);
-// With `relu`, of relu(x): the rectifier of the layer before, folded in (KerasModel does
-// so for a Conv2D with activation "relu" whose only reader is the pooling). Float32 on
+// With `relu`, of relu(x): the rectifier of the layer before, folded in (through
+// Conv2DMaxPool2D, below). Float32 on
 // the CPU runs through cpu_kernels' loops (MaxPool2DForward), bit for bit as LibTorch's
 // max_pool2d (and relu) compute it; anything else through LibTorch's ops.
 torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig& c,
                         bool relu = false);
+// MaxPool2D(Conv2D(x, ...), pool, relu): a Conv2D with activation "relu" (`relu`) or
+// none whose only reader is a MaxPooling2D (KerasModel runs them so). When the
+// convolution runs through cpu_kernels' loops for few input channels and the windows
+// do not overlap, both run as one (SmallConv2DMaxPoolForward), the convolution's
+// output never written out; the same bits either way.
+torch::Tensor Conv2DMaxPool2D(const torch::Tensor& x, const torch::Tensor& weight,
+                              const torch::Tensor& bias, const keras::Conv2DConfig& conv,
+                              const keras::MaxPooling2DConfig& pool, bool relu);
 torch::Tensor AvgPool2D(const torch::Tensor& x, const keras::AveragePooling2DConfig& c);
 
 torch::Tensor KerasReLU(const torch::Tensor& x, const keras::ReLUConfig& c);

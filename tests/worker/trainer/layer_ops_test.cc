@@ -3,7 +3,8 @@
 // MaxPool2D: the same outputs and gradients, for windows that tile, leave rows out,
 // overlap, or are clipped by "same" padding, with ties, NaNs and non-positive windows.
 // Conv2D of few input channels: the same outputs and parameter gradients, for strides,
-// dilations and both paddings. Each on 1 and 2 threads.
+// dilations and both paddings, alone and with the MaxPooling2D that reads it (run as
+// one where the windows do not overlap). Each on 1 and 2 threads.
 
 #include "worker/trainer/layer_ops.h"
 
@@ -147,6 +148,78 @@ TEST_CASE("Conv2D's loops for few input channels give LibTorch's outputs and gra
         CHECK(SameValues(loops.weight_grad, reference.weight_grad));
         CHECK(SameValues(loops.bias_grad, reference.bias_grad));
         CHECK(loops.weight_grad.abs().sum().item<double>() > 0);
+      }
+    }
+  }
+}
+
+struct ConvPooled {
+  torch::Tensor out, weight_grad, bias_grad;
+  std::string node;  // the autograd node that made `out`
+};
+
+// Conv2DMaxPool2D of `x` in `dtype`, and the gradients of the convolution's parameters
+// for the loss sum(out * weights).
+ConvPooled ConvPool(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+                    const torch::Tensor& weights, torch::ScalarType dtype,
+                    const keras::Conv2DConfig& conv, const keras::MaxPooling2DConfig& pool,
+                    bool relu) {
+  torch::Tensor w = weight.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor b = bias.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor out = Conv2DMaxPool2D(x.to(dtype), w, b, conv, pool, relu);
+  std::string node = out.grad_fn()->name();
+  (out * weights.to(dtype)).sum().backward();
+  return {out.detach().to(torch::kFloat), w.grad().to(torch::kFloat), b.grad().to(torch::kFloat),
+          node};
+}
+
+TEST_CASE("A Conv2D of few input channels and its MaxPooling2D give LibTorch's outputs and "
+          "gradients", "[layer_ops]") {
+  struct Case {
+    std::string name;
+    int64_t h, w, in;
+    keras::Conv2DConfig conv;
+    keras::MaxPooling2DConfig pool;
+    bool fused;  // through SmallConv2DMaxPoolForward, else the two loops one after the other
+  };
+  const Case cases[] = {
+      {"the cnn's first block: 3x3, 1 -> 32 channels, 2x2 windows", 28, 28, 1,
+       ConvConfig(32, 3, 3, 1, 1, 1, 1, keras::Padding::kValid), Config(2, 2, 2, 2, keras::Padding::kValid), true},
+      {"a convolution row and column that no window covers", 13, 12, 2,
+       ConvConfig(16, 3, 3, 1, 1, 1, 1, keras::Padding::kValid), Config(2, 2, 2, 2, keras::Padding::kValid), true},
+      {"'same' convolution, 'same' windows clipped at the far edge", 7, 9, 3,
+       ConvConfig(16, 3, 3, 1, 1, 1, 1, keras::Padding::kSame), Config(2, 2, 2, 2, keras::Padding::kSame), true},
+      {"strided, dilated convolution; 2x3 windows, strides 3x2, gaps between rows", 17, 14, 4,
+       ConvConfig(48, 2, 3, 1, 2, 2, 1, keras::Padding::kValid), Config(2, 3, 3, 3, keras::Padding::kValid), true},
+      {"3x3 windows, stride 3, 'same' padding on both sides", 11, 11, 1,
+       ConvConfig(16, 2, 2, 1, 1, 1, 1, keras::Padding::kValid), Config(3, 3, 3, 3, keras::Padding::kSame), true},
+      {"overlapping windows: the two loops apart", 12, 12, 1,
+       ConvConfig(16, 3, 3, 1, 1, 1, 1, keras::Padding::kValid), Config(3, 3, 2, 2, keras::Padding::kValid), false},
+  };
+  for (const Case& k : cases) {
+    for (bool relu : {false, true}) {
+      for (int threads : {1, 2}) {
+        DYNAMIC_SECTION(k.name << (relu ? ", relu" : "") << ", " << threads << " thread(s)") {
+          torch::manual_seed(11);
+          // Small integers: every sum is exact in float32 and float64 alike, and windows
+          // hold ties.
+          torch::Tensor x = torch::randint(-3, 4, {5, k.h, k.w, k.in}).to(torch::kFloat);
+          torch::Tensor weight = torch::randint(-2, 3, {k.conv.filters, k.in, k.conv.kernel_size[0],
+                                                        k.conv.kernel_size[1]}).to(torch::kFloat);
+          torch::Tensor bias = torch::randint(-5, 6, {k.conv.filters}).to(torch::kFloat);
+          torch::Tensor probe = Conv2DMaxPool2D(x.to(torch::kDouble), weight.to(torch::kDouble),
+                                                bias.to(torch::kDouble), k.conv, k.pool, relu);
+          torch::Tensor weights = torch::randint(-2, 3, probe.sizes()).to(torch::kFloat);
+          omp_set_num_threads(threads);
+          ConvPooled loops = ConvPool(x, weight, bias, weights, torch::kFloat, k.conv, k.pool, relu);
+          omp_set_num_threads(1);
+          ConvPooled reference = ConvPool(x, weight, bias, weights, torch::kDouble, k.conv, k.pool, relu);
+          CHECK(SameValues(loops.out, reference.out));
+          CHECK(SameValues(loops.weight_grad, reference.weight_grad));
+          CHECK(SameValues(loops.bias_grad, reference.bias_grad));
+          CHECK(loops.weight_grad.abs().sum().item<double>() > 0);
+          CHECK((loops.node.find("SmallConv2DLoops") != std::string::npos) == k.fused);
+        }
       }
     }
   }
