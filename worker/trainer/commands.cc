@@ -46,6 +46,10 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
   train->add_flag("--trace", c.trace,
                   "record every step's phases: --out/trace/rank-R.json, merged into "
                   "--out/trace.json by rank 0 (Chrome trace format)");
+  train->add_option("--profile-epoch", c.profile_epoch,
+                    "record LibTorch's operators (and Cohort's own loops) over epoch E, "
+                    "counted from 1: --out/profile/rank-R.json (Chrome trace format)")
+      ->check(CLI::PositiveNumber);
   train->add_flag("--autograd", c.autograd,
                   "train through LibTorch's autograd even a model of Dense layers, which "
                   "otherwise trains through the hand-written step (DenseGraph)");
@@ -74,6 +78,11 @@ int RunTrainCommand(const TrainCommand& c, const StoreOpener& open_store) {
   absl::StatusOr<job::JobSpec> spec = job::LoadJobSpec(c.job_path);
   if (!spec.ok()) return Fail(1, absl::Status(spec.status().code(),
                                               absl::StrCat(c.job_path, ": ", spec.status().message())));
+  if (c.profile_epoch > spec->fit.epochs) {
+    return Fail(2, absl::InvalidArgumentError(absl::StrCat(
+                       "--profile-epoch ", c.profile_epoch, ": the job trains ",
+                       spec->fit.epochs, " epoch(s)")));
+  }
   if (absl::Status s = InitLogging(absl::StrCat("rank", c.rank), "info"); !s.ok()) return Fail(1, s);
 
   TrainOptions options;
@@ -86,6 +95,7 @@ int RunTrainCommand(const TrainCommand& c, const StoreOpener& open_store) {
   options.collective_timeout = *timeout;
   options.hostname = c.hostname;
   options.trace = c.trace;
+  options.profile_epoch = c.profile_epoch;
   options.autograd = c.autograd;
   options.device = c.device.empty() ? options.spec.resources.device
                    : c.device == "cuda"  ? job::Device::kCuda

@@ -3,7 +3,7 @@
 // The trainer's commands of cohort-worker, as CLI11 subcommands. Torch-free header.
 //
 // `cohort-worker train JOB.yaml --rank R --world N --rendezvous URL --out DIR
-// [--device cpu|cuda] [--resume] [--trace]`: one rank of a job. Ranks of one run meet through the
+// [--device cpu|cuda] [--resume] [--trace] [--profile-epoch E]`: one rank of a job. Ranks of one run meet through the
 // store the rendezvous URL names: `file://DIR` (a directory they share; standalone
 // runs) or, when the caller's opener knows it, `coordinator://HOST:PORT/JOB/ATTEMPT`
 // (the agent's trainers; worker/agent/coordinator_store.h). Rank 0 writes the outputs
@@ -36,6 +36,7 @@ struct TrainCommand {
   std::string collective_timeout = "60s";
   std::string hostname = "127.0.0.1";
   bool trace = false;
+  int profile_epoch = 0;  // 0: none
   bool autograd = false;
 };
 

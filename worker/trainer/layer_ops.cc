@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
 
 #include "worker/trainer/cpu_kernels.h"
 
@@ -167,6 +168,8 @@ class SmallConv2DLoops : public torch::autograd::Function<SmallConv2DLoops> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& weight, const torch::Tensor& bias,
                                const Conv2DShape& s, const MaxPool2DShape& pool, bool relu) {
+    RECORD_FUNCTION(pool.batch == 0 ? "cohort::SmallConv2D" : "cohort::SmallConv2DMaxPool2D",
+                    std::vector<c10::IValue>({x}));
     torch::Tensor kernel = weight.permute({2, 3, 1, 0}).contiguous();  // Keras' layout
     torch::Tensor b = bias.defined() ? bias.contiguous() : bias;
     const float* bias_data = b.defined() ? b.data_ptr<float>() : nullptr;
@@ -246,6 +249,7 @@ class MaxPool2DLoops : public torch::autograd::Function<MaxPool2DLoops> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
                                const MaxPool2DShape& s, bool relu) {
+    RECORD_FUNCTION("cohort::MaxPool2D", std::vector<c10::IValue>({x}));
     torch::Tensor in = x.contiguous();
     torch::Tensor out = torch::empty({s.batch, s.out_height, s.out_width, s.channels}, x.options());
     torch::Tensor which = torch::empty(out.sizes(), x.options().dtype(torch::kUInt8));

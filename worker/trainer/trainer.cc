@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -105,6 +106,8 @@ class Run {
   absl::Status SyncState();
   absl::Status Resume();
   absl::Status TrainEpoch(int epoch, nlohmann::json* logs);
+  // TrainEpoch under LibTorch's profiler (TrainOptions::profile_epoch).
+  absl::Status TrainEpochProfiled(int epoch, nlohmann::json* logs);
   absl::Status Validate(int epoch, nlohmann::json* logs);
   absl::Status Checkpoint(int epochs_done);
   absl::Status WriteOutputs();
@@ -329,16 +332,25 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     double step_loss = 0;
     if (!slice.rows.empty()) {
       torch::Tensor x, y, prediction;
-      if (absl::Status s = batches.Take(step, &x, &y); !s.ok()) return s;
+      {
+        RECORD_FUNCTION("cohort::data", std::vector<c10::IValue>());
+        if (absl::Status s = batches.Take(step, &x, &y); !s.ok()) return s;
+      }
       timing.data = absl::Now() - step_start;
       phases.data_end = step_start + timing.data;
       if (dense_) {
-        DenseGraph::Forward f =
-            dense_->RunForward(x, y, loss_weight / static_cast<double>(slice.global_rows));
+        DenseGraph::Forward f;
+        {
+          RECORD_FUNCTION("cohort::DenseGraph::forward", std::vector<c10::IValue>());
+          f = dense_->RunForward(x, y, loss_weight / static_cast<double>(slice.global_rows));
+        }
         phases.forward_end = absl::Now();
-        dense_->RunBackward([this](int variable) {
-          if (reducer_) reducer_->GradientReady(variable);
-        });
+        {
+          RECORD_FUNCTION("cohort::DenseGraph::backward", std::vector<c10::IValue>());
+          dense_->RunBackward([this](int variable) {
+            if (reducer_) reducer_->GradientReady(variable);
+          });
+        }
         phases.backward_end = absl::Now();
         step_loss = f.loss_sum;
         prediction = f.prediction;
@@ -366,13 +378,16 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
     phases.reduce_end = absl::Now();
     // Gradients are the same on every rank after the all-reduce, so every rank stops
     // at the same step.
-    if (!flat_->GradFinite() || !std::isfinite(step_loss)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
-          " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
+    {
+      RECORD_FUNCTION("cohort::optimizer", std::vector<c10::IValue>());
+      if (!flat_->GradFinite() || !std::isfinite(step_loss)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
+            " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
+      }
+      FaultPoint(step_fault_point);  // gradients summed, weights not yet updated
+      optimizer_->Step(*flat_);
     }
-    FaultPoint(step_fault_point);  // gradients summed, weights not yet updated
-    optimizer_->Step(*flat_);
     samples += slice.global_rows;
     absl::Time now = absl::Now();
     timing.step = now - step_start;
@@ -487,6 +502,24 @@ absl::Status Run::WriteOutputs() {
   return absl::OkStatus();
 }
 
+absl::Status Run::TrainEpochProfiled(int epoch, nlohmann::json* logs) {
+  std::ostringstream profile;
+  absl::Status status;
+  {
+    torch::autograd::profiler::RecordProfile recording(profile);  // written out as it ends
+    status = TrainEpoch(epoch, logs);
+  }
+  const std::string path = RankTracePath(o_.out_dir + "/profile", o_.rank);
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (absl::Status s = WriteFileAtomically(path, profile.str()); !s.ok()) {
+    spdlog::warn("--profile-epoch: {}", s);
+  } else {
+    spdlog::info("--profile-epoch {}: LibTorch's profile of the epoch in {}", epoch + 1, path);
+  }
+  return status;
+}
+
 void Run::WriteTrace() {
   if (!trace_) return;
   if (absl::Status s = trace_->Write(RankTracePath(o_.out_dir + "/trace", o_.rank)); !s.ok()) {
@@ -528,7 +561,11 @@ absl::Status Run::Execute() {
   for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
     absl::Time start = absl::Now();
     nlohmann::json logs = nlohmann::json::object();
-    if (absl::Status s = TrainEpoch(epoch, &logs); !s.ok()) return s;
+    if (epoch + 1 == o_.profile_epoch) {
+      if (absl::Status s = TrainEpochProfiled(epoch, &logs); !s.ok()) return s;
+    } else if (absl::Status s = TrainEpoch(epoch, &logs); !s.ok()) {
+      return s;
+    }
     double seconds = absl::ToDoubleSeconds(absl::Now() - start);
     double samples = logs["_samples"].get<double>();
     logs.erase("_samples");

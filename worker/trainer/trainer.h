@@ -44,6 +44,11 @@ struct TrainOptions {
   // fails (a run killed mid-epoch keeps its last complete epochs); rank 0 merges the
   // rank files it sees there into out_dir/trace.json when the run ends.
   bool trace = false;
+  // Record LibTorch's profile of this epoch (counted from 1; 0: none) into
+  // out_dir/profile/rank-<rank>.json (Chrome trace format; written whole or not at
+  // all, when the epoch ends): every operator on the rank's threads, and Cohort's own
+  // loops (named cohort::...). Nothing when a resumed run starts past that epoch.
+  int profile_epoch = 0;
   // Train through LibTorch's autograd even where the hand-written DenseGraph step
   // covers the model (to compare the two, or to rule DenseGraph out).
   bool autograd = false;

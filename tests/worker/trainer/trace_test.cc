@@ -1,7 +1,9 @@
 // `cohort-worker train --trace` on 2 ranks sharing --out: each rank's file, and rank 0's
 // merged trace.json, judged by check_trace.py (valid Chrome trace JSON, one process
-// per rank with a compute and an all-reduce track, spans that nest properly).
+// per rank with a compute and an all-reduce track, spans that nest properly). And
+// `--profile-epoch`: LibTorch's profile of one epoch.
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -102,6 +104,47 @@ TEST_CASE("A run that fails mid-epoch keeps its timeline so far", "[trainer][tra
   INFO(own.output);
   REQUIRE(own.status.code == 0);
   CHECK(nlohmann::json::parse(own.out)["ranks"]["0"]["steps"].get<int64_t>() >= 1);
+}
+
+TEST_CASE("train --profile-epoch records one epoch's operators, Cohort's loops among them",
+          "[trainer][trace][python]") {
+  TempDir dir;
+  CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
+  INFO(digits.output);
+  REQUIRE(digits.status.code == 0);
+  // digits_cnn: Conv2D 32 'same' relu on 8x8x1, then MaxPooling2D 2: Cohort's fused
+  // loops; the second Conv2D goes to LibTorch.
+  WriteFile(dir.File("job.yaml"), absl::StrCat("model: ", kSource, "/examples/digits_cnn.keras\n",
+                                               "data:\n  x: data/x_train.npy\n  y: data/y_train.npy\n",
+                                               "fit:\n  epochs: 3\n  batch_size: 128\n"));
+  CommandResult run = RunCommand({kWorker, "train", dir.File("job.yaml"), "--out", dir.File("out"),
+                                  "--threads", "1", "--profile-epoch", "2"},
+                                 kTimeout);
+  INFO(run.output);
+  REQUIRE(run.status.code == 0);
+  int64_t steps = 0;
+  for (absl::string_view line : absl::StrSplit(run.out, '\n')) {
+    nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    if (j.is_object() && j.value("event", "") == "start") steps = j["steps"].get<int64_t>();
+  }
+  REQUIRE(steps > 1);
+  nlohmann::json profile = nlohmann::json::parse(ReadFile(dir.File("out/profile/rank-0.json")));
+  REQUIRE(profile.is_array());
+  std::map<std::string, int64_t> count;
+  for (const nlohmann::json& event : profile) {
+    if (event.value("ph", "") == "X") ++count[event.value("name", "")];
+  }
+  // One epoch's steps, each once: not the epochs before or after.
+  CHECK(count["cohort::SmallConv2DMaxPool2D"] == steps);
+  CHECK(count["cohort::optimizer"] == steps);
+  CHECK(count["cohort::data"] == steps);
+  CHECK(count["aten::convolution_backward"] == steps);
+
+  CommandResult past = RunCommand({kWorker, "train", dir.File("job.yaml"), "--out",
+                                   dir.File("out2"), "--profile-epoch", "4"},
+                                  kTimeout);
+  CHECK(past.status.code == 2);
+  CHECK(past.output.find("--profile-epoch 4: the job trains 3 epoch(s)") != std::string::npos);
 }
 
 TEST_CASE("A trace checker that can fail", "[trainer][trace][python]") {
