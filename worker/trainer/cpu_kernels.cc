@@ -28,6 +28,7 @@ namespace cohort::trainer {
 
 namespace {
 
+
 // Elementwise passes over the flat buffers are split into slices of whole cache lines.
 // Each element is computed alone, so the split changes no bit. Below this many elements
 // a slice is not worth a thread's start.
@@ -378,60 +379,74 @@ inline __attribute__((always_inline)) void Store16(float* p, const Floats16& v) 
   std::memcpy(p, &v, sizeof(v));
 }
 
-// kBlock outputs of row `oh` of sample `n` from column `ow0`, 16 channels from `co`,
-// their sums in registers.
-template <int kBlock>
-inline __attribute__((always_inline)) void SmallConvBlock(const float* in, const float* kernel,
-                                                          const float* bias,
-                                                          const Conv2DShape& s, int64_t n,
-                                                          int64_t oh, int64_t ow0, int64_t co,
-                                                          float* out) {
-  const int64_t cin = s.in_channels, cout = s.out_channels;
-  const int64_t step = s.stride_w * cin;  // from one output's input to the next's
-  Floats16 sum[kBlock] = {};
+// Where each tap (kh, kw, in), in that order, reads: its offset from an output's first
+// input value.
+std::vector<int64_t> TapOffsets(const Conv2DShape& s) {
+  std::vector<int64_t> offsets;
   for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-    const int64_t ih = oh * s.stride_h + kh * s.dilation_h;
-    const float* row = in + ((n * s.height + ih) * s.width + ow0 * s.stride_w) * cin;
     for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-      const float* x = row + kw * s.dilation_w * cin;
-      const float* k = kernel + (kh * s.kernel_w + kw) * cin * cout + co;
-      for (int64_t ci = 0; ci < cin; ++ci) {
-        const Floats16 kv = Load16(k + ci * cout);
-        for (int b = 0; b < kBlock; ++b) sum[b] += x[b * step + ci] * kv;
+      for (int64_t ci = 0; ci < s.in_channels; ++ci) {
+        offsets.push_back((kh * s.dilation_h * s.width + kw * s.dilation_w) * s.in_channels + ci);
       }
     }
   }
+  return offsets;
+}
+
+// kBlock outputs, the first reading from `x` (its first input value) and written to
+// `out`, each `step` input values after the one before; 16 channels from `co`, their
+// sums in registers, the taps (offsets[t]: see TapOffsets) in order.
+template <int kBlock>
+inline __attribute__((always_inline)) void SmallConvBlock(const float* x, const float* kernel,
+                                                          const float* bias,
+                                                          const int64_t* offsets, int64_t taps,
+                                                          int64_t step, int64_t cout, int64_t co,
+                                                          float* out) {
+  Floats16 sum[kBlock] = {};
+  for (int64_t t = 0; t < taps; ++t) {
+    const Floats16 kv = Load16(kernel + t * cout + co);
+    const float* xt = x + offsets[t];
+    for (int b = 0; b < kBlock; ++b) sum[b] += xt[b * step] * kv;
+  }
   const Floats16 add = bias != nullptr ? Load16(bias + co) : Floats16{};
-  for (int b = 0; b < kBlock; ++b) Store16(out + (ow0 + b) * cout + co, sum[b] + add);
+  for (int b = 0; b < kBlock; ++b) Store16(out + b * cout + co, sum[b] + add);
 }
 
 // Outputs of row `oh` of sample `n`, 8 at a time.
 COHORT_CPU_CLONES
 void SmallConvRow(const float* in, const float* kernel, const float* bias, const Conv2DShape& s,
-                  int64_t n, int64_t oh, float* out) {
+                  const int64_t* offsets, int64_t n, int64_t oh, float* out) {
   constexpr int kBlock = 8;
+  const int64_t cin = s.in_channels, cout = s.out_channels;
+  const int64_t taps = s.kernel_h * s.kernel_w * cin;
+  const int64_t step = s.stride_w * cin;  // from one output's input to the next's
+  const float* row = in + (n * s.height + oh * s.stride_h) * s.width * cin;
   int64_t ow0 = 0;
   for (; ow0 + kBlock <= s.out_width; ow0 += kBlock) {
-    for (int64_t co = 0; co < s.out_channels; co += kLanes) {
-      SmallConvBlock<kBlock>(in, kernel, bias, s, n, oh, ow0, co, out);
+    for (int64_t co = 0; co < cout; co += kLanes) {
+      SmallConvBlock<kBlock>(row + ow0 * step, kernel, bias, offsets, taps, step, cout, co,
+                             out + ow0 * cout);
     }
   }
   for (; ow0 < s.out_width; ++ow0) {
-    for (int64_t co = 0; co < s.out_channels; co += kLanes) {
-      SmallConvBlock<1>(in, kernel, bias, s, n, oh, ow0, co, out);
+    for (int64_t co = 0; co < cout; co += kLanes) {
+      SmallConvBlock<1>(row + ow0 * step, kernel, bias, offsets, taps, step, cout, co,
+                        out + ow0 * cout);
     }
   }
 }
 
 // kTaps taps' gradients (their offsets into a pixel's input in `offsets`), 16 channels
-// from `co`, summed over one sample's outputs in order, in registers. `in` and
-// `grad_out`: the sample's input and output gradient.
-template <int kTaps>
+// from `co`, summed over one sample's outputs in order, in registers, into
+// kernel_grad + t * cout (tap t of the group); with kBias, also the output gradients
+// themselves (the bias' gradient), in the same order. `in` and `grad_out`: the sample's
+// input and output gradient.
+template <int kTaps, bool kBias>
 inline __attribute__((always_inline)) void SmallConvTapGradients(
     const float* in, const float* grad_out, const Conv2DShape& s, int64_t co,
-    const int64_t* offsets, float* const* grads) {
+    const int64_t* offsets, float* kernel_grad, float* bias_grad) {
   const int64_t cin = s.in_channels, cout = s.out_channels;
-  Floats16 sum[kTaps] = {};
+  Floats16 sum[kTaps] = {}, bias_sum = {};
   for (int64_t oh = 0; oh < s.out_height; ++oh) {
     const float* g = grad_out + oh * s.out_width * cout + co;
     const float* x = in + oh * s.stride_h * s.width * cin;
@@ -439,9 +454,26 @@ inline __attribute__((always_inline)) void SmallConvTapGradients(
       const Floats16 gv = Load16(g + ow * cout);
       const float* px = x + ow * s.stride_w * cin;
       for (int t = 0; t < kTaps; ++t) sum[t] += px[offsets[t]] * gv;
+      if constexpr (kBias) bias_sum += gv;
     }
   }
-  for (int t = 0; t < kTaps; ++t) Store16(grads[t], sum[t]);
+  for (int t = 0; t < kTaps; ++t) Store16(kernel_grad + t * cout, sum[t]);
+  if constexpr (kBias) Store16(bias_grad, bias_sum);
+}
+
+// The same for `taps` taps (1 to 12) of the group, chosen at run time.
+template <bool kBias>
+inline __attribute__((always_inline)) void SmallConvTapGroup(
+    int64_t taps, const float* in, const float* grad_out, const Conv2DShape& s, int64_t co,
+    const int64_t* offsets, float* kernel_grad, float* bias_grad) {
+  switch (taps) {
+#define COHORT_TAP_GROUP(n) \
+    case n: return SmallConvTapGradients<n, kBias>(in, grad_out, s, co, offsets, kernel_grad, bias_grad);
+    COHORT_TAP_GROUP(1) COHORT_TAP_GROUP(2) COHORT_TAP_GROUP(3) COHORT_TAP_GROUP(4)
+    COHORT_TAP_GROUP(5) COHORT_TAP_GROUP(6) COHORT_TAP_GROUP(7) COHORT_TAP_GROUP(8)
+    COHORT_TAP_GROUP(9) COHORT_TAP_GROUP(10) COHORT_TAP_GROUP(11) COHORT_TAP_GROUP(12)
+#undef COHORT_TAP_GROUP
+  }
 }
 
 // One sample's share of the parameter gradients (`in`, `grad_out`: its input and output
@@ -450,28 +482,27 @@ inline __attribute__((always_inline)) void SmallConvTapGradients(
 COHORT_CPU_CLONES
 void SmallConvSampleGradients(const float* in, const float* grad_out, const Conv2DShape& s,
                               const int64_t* offsets, float* kernel_grad, float* bias_grad) {
-  constexpr int kGroup = 8;
+  // Taps go in as few passes over the output gradient as 12 registers of sums allow,
+  // as even as can be (3x3 on one channel: one pass of 9); the first also sums the
+  // bias' gradient.
+  constexpr int64_t kMaxGroup = 12;
   const int64_t cout = s.out_channels;
   const int64_t taps = s.kernel_h * s.kernel_w * s.in_channels;
   for (int64_t co = 0; co < cout; co += kLanes) {
-    // Tap t's 16 gradients start at kernel_grad + t * cout + co.
-    float* grads[kGroup];
-    int64_t t = 0;
-    for (; t + kGroup <= taps; t += kGroup) {
-      for (int g = 0; g < kGroup; ++g) grads[g] = kernel_grad + (t + g) * cout + co;
-      SmallConvTapGradients<kGroup>(in, grad_out, s, co, offsets + t, grads);
+    for (int64_t t = 0; t < taps;) {
+      const int64_t passes = (taps - t + kMaxGroup - 1) / kMaxGroup;
+      const int64_t group = (taps - t + passes - 1) / passes;
+      float* k = kernel_grad + t * cout + co;
+      if (t == 0) {
+        SmallConvTapGroup<true>(group, in, grad_out, s, co, offsets, k, bias_grad + co);
+      } else {
+        SmallConvTapGroup<false>(group, in, grad_out, s, co, offsets + t, k, nullptr);
+      }
+      t += group;
     }
-    for (; t < taps; ++t) {
-      grads[0] = kernel_grad + t * cout + co;
-      SmallConvTapGradients<1>(in, grad_out, s, co, offsets + t, grads);
-    }
-    Floats16 sum = {};
-    for (int64_t p = 0; p < s.out_height * s.out_width; ++p) {
-      sum += Load16(grad_out + p * cout + co);
-    }
-    Store16(bias_grad + co, sum);
   }
 }
+
 
 #pragma GCC diagnostic pop
 
@@ -490,8 +521,9 @@ void SmallConv2DForward(const float* in, const float* kernel, const float* bias,
                         const Conv2DShape& s, float* out) {
   const int64_t row = s.out_width * s.out_channels;
   const int64_t row_work = row * s.kernel_h * s.kernel_w * s.in_channels;
+  const std::vector<int64_t> offsets = TapOffsets(s);
   ParallelRows(s.batch, s.out_height, row_work, [&](int64_t n, int64_t oh, int64_t index) {
-    SmallConvRow(in, kernel, bias, s, n, oh, out + index * row);
+    SmallConvRow(in, kernel, bias, s, offsets.data(), n, oh, out + index * row);
   });
 }
 
@@ -507,14 +539,7 @@ void SmallConvGradients(const float* in, const Conv2DShape& s, size_t scratch_si
   const size_t kernel_size = static_cast<size_t>(s.kernel_h * s.kernel_w * s.in_channels * s.out_channels);
   const size_t per_sample = kernel_size + static_cast<size_t>(s.out_channels);
   std::vector<float> partial(static_cast<size_t>(s.batch) * per_sample);
-  std::vector<int64_t> offsets;
-  for (int64_t kh = 0; kh < s.kernel_h; ++kh) {
-    for (int64_t kw = 0; kw < s.kernel_w; ++kw) {
-      for (int64_t ci = 0; ci < s.in_channels; ++ci) {
-        offsets.push_back((kh * s.dilation_h * s.width + kw * s.dilation_w) * s.in_channels + ci);
-      }
-    }
-  }
+  const std::vector<int64_t> offsets = TapOffsets(s);
   const int64_t sample_work = s.out_height * s.out_width * static_cast<int64_t>(kernel_size);
   const int64_t sample_in = s.height * s.width * s.in_channels;
   ParallelSlices(static_cast<size_t>(s.batch), 1, MinRows(sample_work), [&](size_t begin, size_t end) {
@@ -559,6 +584,7 @@ void SmallConv2DMaxPoolForward(const float* in, const float* kernel, const float
   const int64_t conv_row = conv.out_width * conv.out_channels;
   const int64_t row = pool.out_width * pool.channels;
   const int64_t row_work = conv_row * pool.pool_h * conv.kernel_h * conv.kernel_w * conv.in_channels;
+  const std::vector<int64_t> offsets = TapOffsets(conv);
   ParallelSlices(static_cast<size_t>(pool.batch * pool.out_height), 1, MinRows(row_work),
                  [&](size_t begin, size_t end) {
     std::vector<float> rows(static_cast<size_t>(pool.pool_h * conv_row));
@@ -570,7 +596,8 @@ void SmallConv2DMaxPoolForward(const float* in, const float* kernel, const float
       const int64_t h0 = oh * pool.stride_h - pool.pad_top;
       const int64_t h_begin = std::max<int64_t>(h0, 0), h_end = std::min(h0 + pool.pool_h, pool.height);
       for (int64_t ih = h_begin; ih < h_end; ++ih) {
-        SmallConvRow(in, kernel, bias, conv, n, ih, rows.data() + (ih - h_begin) * conv_row);
+        SmallConvRow(in, kernel, bias, conv, offsets.data(), n, ih,
+                     rows.data() + (ih - h_begin) * conv_row);
       }
       MaxPool2DShape window = pool;
       window.batch = 1;
