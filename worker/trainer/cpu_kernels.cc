@@ -28,7 +28,6 @@ namespace cohort::trainer {
 
 namespace {
 
-
 // Elementwise passes over the flat buffers are split into slices of whole cache lines.
 // Each element is computed alone, so the split changes no bit. Below this many elements
 // a slice is not worth a thread's start.
