@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -23,6 +24,16 @@ bool SameValues(const torch::Tensor& a, const torch::Tensor& b) {
   if (a.sizes() != b.sizes()) return false;
   torch::Tensor x = a.to(torch::kDouble), y = b.to(torch::kDouble);
   return ((x == y) | (x.isnan() & y.isnan())).all().item<bool>();
+}
+
+// run(float32) on `threads` OpenMP threads (the loops), then run(float64) on one
+// (LibTorch's ops, exact for these inputs): {loops, reference}.
+template <typename RunFn>
+auto LoopsAndReference(int threads, RunFn&& run) {
+  omp_set_num_threads(threads);
+  auto loops = run(torch::kFloat);
+  omp_set_num_threads(1);
+  return std::make_pair(loops, run(torch::kDouble));
 }
 
 struct Pooled {
@@ -74,10 +85,8 @@ TEST_CASE("MaxPool2D's loops give LibTorch's outputs and gradients", "[layer_ops
           torch::Tensor probe = MaxPool2D(x, k.config);
           // Small integers: sums of gradients are exact in float32 and float64 alike.
           torch::Tensor weights = torch::randint(-4, 5, probe.sizes()).to(torch::kFloat);
-          omp_set_num_threads(threads);
-          Pooled loops = Pool(x, weights, torch::kFloat, k.config, relu);
-          omp_set_num_threads(1);
-          Pooled reference = Pool(x, weights, torch::kDouble, k.config, relu);
+          auto [loops, reference] = LoopsAndReference(
+              threads, [&](torch::ScalarType dtype) { return Pool(x, weights, dtype, k.config, relu); });
           CHECK(SameValues(loops.out, reference.out));
           CHECK(SameValues(loops.grad, reference.grad));
           // The test would catch a gradient routed to the wrong place: some do flow.
@@ -140,10 +149,9 @@ TEST_CASE("Conv2D's loops for few input channels give LibTorch's outputs and gra
         torch::Tensor probe = Conv2D(x.to(torch::kDouble), weight.to(torch::kDouble),
                                      bias.to(torch::kDouble), k.config);
         torch::Tensor weights = torch::randint(-2, 3, probe.sizes()).to(torch::kFloat);
-        omp_set_num_threads(threads);
-        Convolved loops = Convolve(x, weight, bias, weights, torch::kFloat, k.config);
-        omp_set_num_threads(1);
-        Convolved reference = Convolve(x, weight, bias, weights, torch::kDouble, k.config);
+        auto [loops, reference] = LoopsAndReference(threads, [&](torch::ScalarType dtype) {
+          return Convolve(x, weight, bias, weights, dtype, k.config);
+        });
         CHECK(SameValues(loops.out, reference.out));
         CHECK(SameValues(loops.weight_grad, reference.weight_grad));
         CHECK(SameValues(loops.bias_grad, reference.bias_grad));
@@ -210,10 +218,9 @@ TEST_CASE("A Conv2D of few input channels and its MaxPooling2D give LibTorch's o
           torch::Tensor probe = Conv2DMaxPool2D(x.to(torch::kDouble), weight.to(torch::kDouble),
                                                 bias.to(torch::kDouble), k.conv, k.pool, relu);
           torch::Tensor weights = torch::randint(-2, 3, probe.sizes()).to(torch::kFloat);
-          omp_set_num_threads(threads);
-          ConvPooled loops = ConvPool(x, weight, bias, weights, torch::kFloat, k.conv, k.pool, relu);
-          omp_set_num_threads(1);
-          ConvPooled reference = ConvPool(x, weight, bias, weights, torch::kDouble, k.conv, k.pool, relu);
+          auto [loops, reference] = LoopsAndReference(threads, [&](torch::ScalarType dtype) {
+            return ConvPool(x, weight, bias, weights, dtype, k.conv, k.pool, relu);
+          });
           CHECK(SameValues(loops.out, reference.out));
           CHECK(SameValues(loops.weight_grad, reference.weight_grad));
           CHECK(SameValues(loops.bias_grad, reference.bias_grad));

@@ -30,14 +30,35 @@ CommandResult Python(const std::vector<std::string>& args) {
   return RunCommand(argv, kTimeout);
 }
 
-TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[trainer][trace][python]") {
-  TempDir dir;
+// The digits dataset in dir/data (examples/make_digits.py).
+void MakeDigits(const TempDir& dir) {
   CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
   INFO(digits.output);
   REQUIRE(digits.status.code == 0);
+}
+
+// dir/job.yaml: digits_cnn on that dataset; `fit`: the fit section's fields, with
+// "\n  " between them.
+void WriteDigitsJob(const TempDir& dir, const std::string& fit) {
   WriteFile(dir.File("job.yaml"), absl::StrCat("model: ", kSource, "/examples/digits_cnn.keras\n",
                                                "data:\n  x: data/x_train.npy\n  y: data/y_train.npy\n",
-                                               "fit:\n  epochs: 2\n  batch_size: 128\n"));
+                                               "fit:\n  ", fit, "\n"));
+}
+
+// The steps per epoch of a rank's "start" event, in its stdout; 0 without one.
+int64_t StartSteps(const std::string& out) {
+  int64_t steps = 0;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
+    if (j.is_object() && j.value("event", "") == "start") steps = j["steps"].get<int64_t>();
+  }
+  return steps;
+}
+
+TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[trainer][trace][python]") {
+  TempDir dir;
+  MakeDigits(dir);
+  WriteDigitsJob(dir, "epochs: 2\n  batch_size: 128");
   std::vector<std::unique_ptr<Process>> ranks;
   for (int r = 0; r < 2; ++r) {
     ranks.push_back(std::make_unique<Process>(
@@ -52,11 +73,7 @@ TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[
     REQUIRE(exit.has_value());
     REQUIRE(exit->code == 0);
   }
-  int64_t steps = 0;
-  for (absl::string_view line : absl::StrSplit(ranks[0]->Output(), '\n')) {
-    nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
-    if (j.is_object() && j.value("event", "") == "start") steps = j["steps"].get<int64_t>();
-  }
+  const int64_t steps = StartSteps(ranks[0]->Output());
   REQUIRE(steps > 1);
 
   const std::string checker = kSource + "/tests/worker/trainer/check_trace.py";
@@ -81,9 +98,7 @@ TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[
 
 TEST_CASE("A run that fails mid-epoch keeps its timeline so far", "[trainer][trace][python]") {
   TempDir dir;
-  CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
-  INFO(digits.output);
-  REQUIRE(digits.status.code == 0);
+  MakeDigits(dir);
   // The last rows' inputs are NaN: without shuffling, the first epoch's last steps fail.
   CommandResult poisoned = Python(
       {"-c", "import numpy as np, sys; x = np.load(sys.argv[1]); x[-100:] = np.nan; "
@@ -91,9 +106,7 @@ TEST_CASE("A run that fails mid-epoch keeps its timeline so far", "[trainer][tra
        dir.File("data/x_train.npy")});
   INFO(poisoned.output);
   REQUIRE(poisoned.status.code == 0);
-  WriteFile(dir.File("job.yaml"), absl::StrCat("model: ", kSource, "/examples/digits_cnn.keras\n",
-                                               "data:\n  x: data/x_train.npy\n  y: data/y_train.npy\n",
-                                               "fit:\n  epochs: 2\n  batch_size: 128\n  shuffle: false\n"));
+  WriteDigitsJob(dir, "epochs: 2\n  batch_size: 128\n  shuffle: false");
   CommandResult run = RunCommand({kWorker, "train", dir.File("job.yaml"), "--out", dir.File("out"),
                                   "--threads", "1", "--trace"},
                                  kTimeout);
@@ -109,24 +122,16 @@ TEST_CASE("A run that fails mid-epoch keeps its timeline so far", "[trainer][tra
 TEST_CASE("train --profile-epoch records one epoch's operators, Cohort's loops among them",
           "[trainer][trace][python]") {
   TempDir dir;
-  CommandResult digits = Python({kSource + "/examples/make_digits.py", dir.File("data")});
-  INFO(digits.output);
-  REQUIRE(digits.status.code == 0);
+  MakeDigits(dir);
   // digits_cnn: Conv2D 32 'same' relu on 8x8x1, then MaxPooling2D 2: Cohort's fused
   // loops; the second Conv2D goes to LibTorch.
-  WriteFile(dir.File("job.yaml"), absl::StrCat("model: ", kSource, "/examples/digits_cnn.keras\n",
-                                               "data:\n  x: data/x_train.npy\n  y: data/y_train.npy\n",
-                                               "fit:\n  epochs: 3\n  batch_size: 128\n"));
+  WriteDigitsJob(dir, "epochs: 3\n  batch_size: 128");
   CommandResult run = RunCommand({kWorker, "train", dir.File("job.yaml"), "--out", dir.File("out"),
                                   "--threads", "1", "--profile-epoch", "2"},
                                  kTimeout);
   INFO(run.output);
   REQUIRE(run.status.code == 0);
-  int64_t steps = 0;
-  for (absl::string_view line : absl::StrSplit(run.out, '\n')) {
-    nlohmann::json j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
-    if (j.is_object() && j.value("event", "") == "start") steps = j["steps"].get<int64_t>();
-  }
+  const int64_t steps = StartSteps(run.out);
   REQUIRE(steps > 1);
   nlohmann::json profile = nlohmann::json::parse(ReadFile(dir.File("out/profile/rank-0.json")));
   REQUIRE(profile.is_array());
