@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <catch2/catch.hpp>
@@ -108,6 +109,16 @@ keras::Conv2DConfig ConvConfig(int64_t filters, int64_t kh, int64_t kw, int64_t 
   return c;
 }
 
+// A Conv2D's input (batch, h, w, in) and parameters, small integers (every sum exact in
+// float32 and float64 alike).
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> RandomConv(int64_t batch, int64_t h,
+                                                                   int64_t w, int64_t in,
+                                                                   const keras::Conv2DConfig& c) {
+  return {torch::randint(-3, 4, {batch, h, w, in}).to(torch::kFloat),
+          torch::randint(-2, 3, {c.filters, in, c.kernel_size[0], c.kernel_size[1]}).to(torch::kFloat),
+          torch::randint(-5, 6, {c.filters}).to(torch::kFloat)};
+}
+
 struct Convolved {
   torch::Tensor out, weight_grad, bias_grad;
 };
@@ -142,10 +153,7 @@ TEST_CASE("Conv2D's loops for few input channels give LibTorch's outputs and gra
       DYNAMIC_SECTION(k.name << ", " << threads << " thread(s)") {
         torch::manual_seed(3);
         // Small integers: every sum is exact in float32 and float64 alike.
-        torch::Tensor x = torch::randint(-3, 4, {5, k.h, k.w, k.in}).to(torch::kFloat);
-        torch::Tensor weight = torch::randint(-2, 3, {k.config.filters, k.in, k.config.kernel_size[0],
-                                                      k.config.kernel_size[1]}).to(torch::kFloat);
-        torch::Tensor bias = torch::randint(-5, 6, {k.config.filters}).to(torch::kFloat);
+        auto [x, weight, bias] = RandomConv(5, k.h, k.w, k.in, k.config);
         torch::Tensor probe = Conv2D(x.to(torch::kDouble), weight.to(torch::kDouble),
                                      bias.to(torch::kDouble), k.config);
         torch::Tensor weights = torch::randint(-2, 3, probe.sizes()).to(torch::kFloat);
@@ -211,10 +219,7 @@ TEST_CASE("A Conv2D of few input channels and its MaxPooling2D give LibTorch's o
           torch::manual_seed(11);
           // Small integers: every sum is exact in float32 and float64 alike, and windows
           // hold ties.
-          torch::Tensor x = torch::randint(-3, 4, {5, k.h, k.w, k.in}).to(torch::kFloat);
-          torch::Tensor weight = torch::randint(-2, 3, {k.conv.filters, k.in, k.conv.kernel_size[0],
-                                                        k.conv.kernel_size[1]}).to(torch::kFloat);
-          torch::Tensor bias = torch::randint(-5, 6, {k.conv.filters}).to(torch::kFloat);
+          auto [x, weight, bias] = RandomConv(5, k.h, k.w, k.in, k.conv);
           torch::Tensor probe = Conv2DMaxPool2D(x.to(torch::kDouble), weight.to(torch::kDouble),
                                                 bias.to(torch::kDouble), k.conv, k.pool, relu);
           torch::Tensor weights = torch::randint(-2, 3, probe.sizes()).to(torch::kFloat);
