@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <type_traits>
 
 #include <ATen/autocast_mode.h>
@@ -124,38 +125,46 @@ std::optional<MaxPool2DShape> LoopPoolShape(at::IntArrayRef sizes, const keras::
   return s;
 }
 
-// A Conv2D that cpu_kernels' loops for few input channels take: its input, padded and
-// channels-last contiguous, and its shape.
-struct SmallConvInput {
-  torch::Tensor x;
+// A Conv2D that cpu_kernels' loops for few input channels take: their shape, on the
+// input padded first (the zeros of the padding are an image's few channels, and every
+// tap then falls inside), and that padding. Worked out from the sizes alone, so a
+// Conv2D the loops do not take costs nothing here.
+struct SmallConvPlan {
   Conv2DShape shape;
+  int64_t top = 0, bottom = 0, left = 0, right = 0;
 };
 
-std::optional<SmallConvInput> SmallConvFor(const torch::Tensor& x, const torch::Tensor& weight,
+std::optional<SmallConvPlan> PlanSmallConv(const torch::Tensor& x, const torch::Tensor& weight,
                                            const keras::Conv2DConfig& c) {
   if (x.requires_grad() || !x.device().is_cpu() || x.scalar_type() != torch::kFloat ||
       weight.scalar_type() != torch::kFloat || c.groups != 1 || at::autocast::is_cpu_enabled()) {
     return std::nullopt;
   }
-  torch::Tensor cf = x.permute({0, 3, 1, 2});
-  std::vector<int64_t> pad;
-  cf = PadSpatial<2>(cf, c.padding, c.kernel_size, c.strides, c.dilation_rate, 0.0, &pad);
-  // The loops take the input padded: the zeros of the padding are an image's few
-  // channels, and every tap then falls inside.
-  torch::Tensor padded = pad[0] == 0 && pad[1] == 0
-                             ? cf
-                             : torch::constant_pad_nd(cf, {pad[1], pad[1], pad[0], pad[0]}, 0.0);
-  Conv2DShape s{.batch = padded.size(0), .height = padded.size(2), .width = padded.size(3),
-                .in_channels = padded.size(1), .out_channels = weight.size(0),
-                .kernel_h = c.kernel_size[0], .kernel_w = c.kernel_size[1],
-                .stride_h = c.strides[0], .stride_w = c.strides[1],
-                .dilation_h = c.dilation_rate[0], .dilation_w = c.dilation_rate[1]};
+  SmallConvPlan plan;
+  std::tie(plan.top, plan.bottom) =
+      AxisPadding(c.padding, x.size(1), c.kernel_size[0], c.strides[0], c.dilation_rate[0]);
+  std::tie(plan.left, plan.right) =
+      AxisPadding(c.padding, x.size(2), c.kernel_size[1], c.strides[1], c.dilation_rate[1]);
+  Conv2DShape& s = plan.shape;
+  s = {.batch = x.size(0), .height = x.size(1) + plan.top + plan.bottom,
+       .width = x.size(2) + plan.left + plan.right, .in_channels = x.size(3),
+       .out_channels = weight.size(0), .kernel_h = c.kernel_size[0], .kernel_w = c.kernel_size[1],
+       .stride_h = c.strides[0], .stride_w = c.strides[1], .dilation_h = c.dilation_rate[0],
+       .dilation_w = c.dilation_rate[1]};
   int64_t span_h = (s.kernel_h - 1) * s.dilation_h + 1, span_w = (s.kernel_w - 1) * s.dilation_w + 1;
   if (s.height < span_h || s.width < span_w) return std::nullopt;
   s.out_height = (s.height - span_h) / s.stride_h + 1;
   s.out_width = (s.width - span_w) / s.stride_w + 1;
   if (!SmallConv2DSupported(s)) return std::nullopt;
-  return SmallConvInput{padded.permute({0, 2, 3, 1}).contiguous(), s};
+  return plan;
+}
+
+// The loops' input: x (N, H, W, C) padded as `plan` says, contiguous.
+torch::Tensor PaddedInput(const torch::Tensor& x, const SmallConvPlan& plan) {
+  if (plan.top == 0 && plan.bottom == 0 && plan.left == 0 && plan.right == 0) return x.contiguous();
+  // constant_pad_nd takes the last axis first: channels (none), width, height.
+  return torch::constant_pad_nd(x, {0, 0, plan.left, plan.right, plan.top, plan.bottom}, 0.0)
+      .contiguous();
 }
 
 // A Conv2D of few input channels on an input that needs no gradient (the model's
@@ -221,8 +230,9 @@ class SmallConv2DLoops : public torch::autograd::Function<SmallConv2DLoops> {
 
 torch::Tensor Conv2D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                      const keras::Conv2DConfig& c) {
-  if (std::optional<SmallConvInput> small = SmallConvFor(x, weight, c)) {
-    return SmallConv2DLoops::apply(small->x, weight, bias, small->shape, MaxPool2DShape{}, false);
+  if (std::optional<SmallConvPlan> plan = PlanSmallConv(x, weight, c)) {
+    return SmallConv2DLoops::apply(PaddedInput(x, *plan), weight, bias, plan->shape,
+                                   MaxPool2DShape{}, false);
   }
   // A permuted view: NCHW indexing over channels_last memory, no copy.
   torch::Tensor cf = x.permute({0, 3, 1, 2});
@@ -291,12 +301,12 @@ torch::Tensor MaxPool2D(const torch::Tensor& x, const keras::MaxPooling2DConfig&
 torch::Tensor Conv2DMaxPool2D(const torch::Tensor& x, const torch::Tensor& weight,
                               const torch::Tensor& bias, const keras::Conv2DConfig& conv,
                               const keras::MaxPooling2DConfig& pool, bool relu) {
-  if (std::optional<SmallConvInput> small = SmallConvFor(x, weight, conv)) {
-    const Conv2DShape& s = small->shape;
+  if (std::optional<SmallConvPlan> plan = PlanSmallConv(x, weight, conv)) {
+    const Conv2DShape& s = plan->shape;
     std::optional<MaxPool2DShape> p =
         LoopPoolShape({s.batch, s.out_height, s.out_width, s.out_channels}, pool);
     if (p && SmallConv2DMaxPoolSupported(s, *p)) {
-      return SmallConv2DLoops::apply(small->x, weight, bias, s, *p, relu);
+      return SmallConv2DLoops::apply(PaddedInput(x, *plan), weight, bias, s, *p, relu);
     }
   }
   return MaxPool2D(Conv2D(x, weight, bias, conv), pool, relu);
