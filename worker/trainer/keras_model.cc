@@ -193,14 +193,7 @@ torch::Tensor KerasModel::RunNode(int i, const std::vector<torch::Tensor>& in, b
       return x;
     case LayerClass::kDense: {
       const auto& c = std::get<keras::DenseConfig>(node.config);
-      torch::Tensor y;
-      if (x.dim() == 2 && c.use_bias) {
-        y = torch::addmm(var(1), x, var(0));
-      } else {
-        y = torch::matmul(x, var(0));
-        if (c.use_bias) y = y + var(1);
-      }
-      return act(y, c.activation);
+      return act(Dense(x, var(0), c.use_bias ? var(1) : torch::Tensor()), c.activation);
     }
     case LayerClass::kConv1D: {
       const auto& c = std::get<keras::Conv1DConfig>(node.config);

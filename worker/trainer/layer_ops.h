@@ -11,6 +11,12 @@ namespace cohort::trainer {
 
 torch::Tensor ApplyActivation(const torch::Tensor& x, keras::Activation activation);
 
+// x (..., in) @ kernel (in, units) + bias (may be undefined): a Dense layer without its
+// activation. Float32 on the CPU (not under autocast) runs its forward and backward
+// products through gemm.h's Sgemm, as DenseGraph does; anything else through LibTorch's
+// addmm / matmul.
+torch::Tensor Dense(const torch::Tensor& x, const torch::Tensor& kernel, const torch::Tensor& bias);
+
 // Conv1D / Conv2D on (N, T, C) / (N, H, W, C). `weight` is LibTorch's
 // (filters, in/groups, k...); `bias` may be undefined.
 torch::Tensor Conv1D(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

@@ -4,7 +4,9 @@
 // overlap, or are clipped by "same" padding, with ties, NaNs and non-positive windows.
 // Conv2D of few input channels: the same outputs and parameter gradients, for strides,
 // dilations and both paddings, alone and with the MaxPooling2D that reads it (run as
-// one where the windows do not overlap). Each on 1 and 2 threads.
+// one where the windows do not overlap). Dense: gemm.h's products give LibTorch's
+// outputs and gradients, with and without a bias or the input's gradient, on matrices
+// and sequences. Each on 1 and 2 threads.
 
 #include "worker/trainer/layer_ops.h"
 
@@ -14,6 +16,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -35,6 +38,16 @@ auto LoopsAndReference(int threads, RunFn&& run) {
   auto loops = run(torch::kFloat);
   omp_set_num_threads(1);
   return std::make_pair(loops, run(torch::kDouble));
+}
+
+// `t` in `dtype`, a leaf that requires its gradient; undefined stays undefined.
+torch::Tensor Variable(const torch::Tensor& t, torch::ScalarType dtype) {
+  return t.defined() ? t.to(dtype).detach().set_requires_grad(true) : t;
+}
+
+// The gradient of a Variable in float32; undefined for an undefined one.
+torch::Tensor Float32Grad(const torch::Tensor& t) {
+  return t.defined() ? t.grad().to(torch::kFloat) : t;
 }
 
 struct Pooled {
@@ -129,10 +142,10 @@ Convolved Convolve(const torch::Tensor& x, const torch::Tensor& weight, const to
                    const torch::Tensor& weights, torch::ScalarType dtype,
                    const keras::Conv2DConfig& c) {
   torch::Tensor w = weight.to(dtype).detach().set_requires_grad(true);
-  torch::Tensor b = bias.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor b = Variable(bias, dtype);
   torch::Tensor out = Conv2D(x.to(dtype), w, b, c);
   (out * weights.to(dtype)).sum().backward();
-  return {out.detach().to(torch::kFloat), w.grad().to(torch::kFloat), b.grad().to(torch::kFloat)};
+  return {out.detach().to(torch::kFloat), w.grad().to(torch::kFloat), Float32Grad(b)};
 }
 
 TEST_CASE("Conv2D's loops for few input channels give LibTorch's outputs and gradients",
@@ -181,12 +194,11 @@ ConvPooled ConvPool(const torch::Tensor& x, const torch::Tensor& weight, const t
                     const keras::Conv2DConfig& conv, const keras::MaxPooling2DConfig& pool,
                     bool relu) {
   torch::Tensor w = weight.to(dtype).detach().set_requires_grad(true);
-  torch::Tensor b = bias.to(dtype).detach().set_requires_grad(true);
+  torch::Tensor b = Variable(bias, dtype);
   torch::Tensor out = Conv2DMaxPool2D(x.to(dtype), w, b, conv, pool, relu);
   std::string node = out.grad_fn()->name();
   (out * weights.to(dtype)).sum().backward();
-  return {out.detach().to(torch::kFloat), w.grad().to(torch::kFloat), b.grad().to(torch::kFloat),
-          node};
+  return {out.detach().to(torch::kFloat), w.grad().to(torch::kFloat), Float32Grad(b), node};
 }
 
 TEST_CASE("A Conv2D of few input channels and its MaxPooling2D give LibTorch's outputs and "
@@ -235,6 +247,93 @@ TEST_CASE("A Conv2D of few input channels and its MaxPooling2D give LibTorch's o
       }
     }
   }
+}
+
+struct Densed {
+  torch::Tensor out, input_grad, kernel_grad, bias_grad;  // undefined where none is asked
+  std::string node;  // the autograd node that made `out`, or of its 2-D form
+};
+
+// Dense of `x` in `dtype` (float32: gemm.h's products; float64: LibTorch's), and the
+// gradients for the loss sum(out * weights) of what requires one.
+Densed DenseOf(const torch::Tensor& x, const torch::Tensor& kernel, const torch::Tensor& bias,
+               const torch::Tensor& weights, torch::ScalarType dtype, bool input_grad) {
+  torch::Tensor in = x.to(dtype).detach().set_requires_grad(input_grad);
+  torch::Tensor k = Variable(kernel, dtype);
+  torch::Tensor b = Variable(bias, dtype);
+  torch::Tensor out = Dense(in, k, b);
+  torch::autograd::Node* node = out.grad_fn().get();
+  if (out.dim() > 2) node = node->next_edges()[0].function.get();  // the 2-D product's
+  std::string name = node->name();
+  (out * weights.to(dtype)).sum().backward();
+  return {out.detach().to(torch::kFloat), input_grad ? Float32Grad(in) : torch::Tensor(),
+          Float32Grad(k), Float32Grad(b), name};
+}
+
+TEST_CASE("Dense's products through gemm.h give LibTorch's outputs and gradients", "[layer_ops]") {
+  struct Case {
+    std::string name;
+    std::vector<int64_t> x_shape;
+    int64_t units;
+    bool bias, input_grad;
+  };
+  const Case cases[] = {
+      {"the cnn's head: 1600 -> 10, the input's gradient too", {33, 1600}, 10, true, true},
+      {"the model's input: no input gradient", {17, 24}, 40, true, false},
+      {"no bias", {9, 31}, 7, false, true},
+      {"a batch of sequences (N, T, in)", {5, 6, 12}, 20, true, true},
+  };
+  for (const Case& k : cases) {
+    for (int threads : {1, 2}) {
+      DYNAMIC_SECTION(k.name << ", " << threads << " thread(s)") {
+        torch::manual_seed(5);
+        // Small integers: every sum is exact in float32 and float64 alike.
+        torch::Tensor x = torch::randint(-3, 4, k.x_shape).to(torch::kFloat);
+        torch::Tensor kernel = torch::randint(-2, 3, {k.x_shape.back(), k.units}).to(torch::kFloat);
+        torch::Tensor bias = k.bias ? torch::randint(-5, 6, {k.units}).to(torch::kFloat) : torch::Tensor();
+        std::vector<int64_t> out_shape = k.x_shape;
+        out_shape.back() = k.units;
+        torch::Tensor weights = torch::randint(-2, 3, out_shape).to(torch::kFloat);
+        auto [products, reference] = LoopsAndReference(threads, [&](torch::ScalarType dtype) {
+          return DenseOf(x, kernel, bias, weights, dtype, k.input_grad);
+        });
+        CHECK(products.out.sizes() == torch::IntArrayRef(out_shape));
+        CHECK(SameValues(products.out, reference.out));
+        CHECK(SameValues(products.kernel_grad, reference.kernel_grad));
+        CHECK(products.kernel_grad.abs().sum().item<double>() > 0);
+        CHECK(products.input_grad.defined() == k.input_grad);
+        if (k.input_grad) CHECK(SameValues(products.input_grad, reference.input_grad));
+        CHECK(products.bias_grad.defined() == k.bias);
+        if (k.bias) CHECK(SameValues(products.bias_grad, reference.bias_grad));
+        CHECK(products.node.find("DenseProduct") != std::string::npos);
+        CHECK(reference.node.find("DenseProduct") == std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("Conv2D's loops for few input channels run without a bias", "[layer_ops]") {
+  // A Conv2D with use_bias false, alone and with its MaxPooling2D: LibTorch 1.13's
+  // autograd Functions take no undefined tensor, so the loops get an empty one.
+  const keras::Conv2DConfig conv = ConvConfig(16, 3, 3, 1, 1, 1, 1, keras::Padding::kValid);
+  const keras::MaxPooling2DConfig pool = Config(2, 2, 2, 2, keras::Padding::kValid);
+  torch::manual_seed(13);
+  auto [x, weight, unused] = RandomConv(3, 10, 10, 1, conv);
+  torch::Tensor weights = torch::randint(-2, 3, {3, 8, 8, 16}).to(torch::kFloat);
+  torch::Tensor pooled_weights = torch::randint(-2, 3, {3, 4, 4, 16}).to(torch::kFloat);
+  auto [loops, reference] = LoopsAndReference(1, [&](torch::ScalarType dtype) {
+    return Convolve(x, weight, torch::Tensor(), weights, dtype, conv);
+  });
+  CHECK(SameValues(loops.out, reference.out));
+  CHECK(SameValues(loops.weight_grad, reference.weight_grad));
+  CHECK_FALSE(loops.bias_grad.defined());
+  auto [fused, fused_reference] = LoopsAndReference(1, [&](torch::ScalarType dtype) {
+    return ConvPool(x, weight, torch::Tensor(), pooled_weights, dtype, conv, pool, true);
+  });
+  CHECK(fused.node.find("SmallConv2DLoops") != std::string::npos);
+  CHECK(SameValues(fused.out, fused_reference.out));
+  CHECK(SameValues(fused.weight_grad, fused_reference.weight_grad));
+  CHECK(fused.weight_grad.abs().sum().item<double>() > 0);
 }
 
 TEST_CASE("MaxPool2D's loops keep LibTorch's error for a window larger than the input",
