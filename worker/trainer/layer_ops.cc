@@ -70,15 +70,13 @@ torch::Tensor BiasArgument(const torch::Tensor& bias, const torch::Tensor& like)
   return bias.defined() ? bias : torch::empty({0}, like.options());
 }
 
-}  // namespace
-
-namespace {
-
 // x (N, in) @ kernel (in, units) + bias, float32 on the CPU, through gemm.h's Sgemm:
 // oneDNN's sgemm, which DenseGraph's models run on, where LibTorch's own products go to
-// OpenBLAS. On the cnn's head (1,600 -> 10), forward and both gradients, one thread:
-// 128 rows 333 -> 154 us, 64 rows 363 -> 72 us; 1,024 rows on 2 threads 2.5 -> 0.95 ms
-// (OpenBLAS ran these on one thread whatever it was given).
+// OpenBLAS, which ran the cnn's head (1,600 -> 10) on one thread whatever it was given.
+// That head's three products, by --profile-epoch: 1,024 rows on 2 threads 4.1 -> 1.9 ms
+// a step; 64 and 128 rows on one thread the forward halves and the backward stays
+// (the input's gradient, 0.4-0.8 MB written to memory not in cache, takes most of it
+// either way; with the output in cache the same product takes a fifth as long).
 class DenseProduct : public torch::autograd::Function<DenseProduct> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& x,
