@@ -180,6 +180,17 @@ def pooling_model():
     return keras.Model(inp, layers.Dense(3, activation="softmax")(merged), name="pooling")
 
 
+def no_bias_model():
+    """No biases: the few-channel Conv2D loops (16 filters: a multiple of their lanes)
+    fused with their MaxPooling2D, and the Dense head's products (layer_ops' Dense),
+    each given an empty bias."""
+    inp = keras.Input((9, 8, 2))
+    h = layers.Conv2D(16, 3, activation="relu", use_bias=False)(inp)
+    h = layers.Flatten()(layers.MaxPooling2D(2)(h))
+    return keras.Model(inp, layers.Dense(3, activation="softmax", use_bias=False)(h),
+                       name="no_bias")
+
+
 def conv1d_model():
     inp = keras.Input((11,), dtype="int32")
     h = layers.Embedding(20, 5)(inp)
@@ -255,6 +266,9 @@ def layers_group(root):
         fit_case(root, "batch_norm", batch_norm_model(), x_bn, sparse3,
                  compile_args(optimizers.SGD(0.05))),
         fit_case(root, "layer_norm_reshape", layer_norm_model(), x_seq, sparse3,
+                 compile_args(optimizers.SGD(0.1))),
+        # Last, so that the models above keep the initial weights they were tuned with.
+        fit_case(root, "no_bias", no_bias_model(), x_img, sparse3,
                  compile_args(optimizers.SGD(0.1))),
     ]
     write_cases(root, cases)
