@@ -502,7 +502,6 @@ void SmallConvSampleGradients(const float* in, const float* grad_out, const Conv
   }
 }
 
-
 #pragma GCC diagnostic pop
 
 }  // namespace
