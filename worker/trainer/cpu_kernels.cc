@@ -205,6 +205,28 @@ void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns
   });
 }
 
+namespace {
+
+COHORT_CPU_CLONES
+void AddReluSlice(const float* a, const float* b, size_t n, bool relu, float* sum) {
+  if (relu) {
+    for (size_t i = 0; i < n; ++i) {
+      const float v = a[i] + b[i];
+      sum[i] = v < 0.0f ? 0.0f : v;
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) sum[i] = a[i] + b[i];
+  }
+}
+
+}  // namespace
+
+void AddRelu(const float* a, const float* b, size_t count, bool relu, float* sum) {
+  ForEachSlice(count, [&](size_t begin, size_t end) {
+    AddReluSlice(a + begin, b + begin, end - begin, relu, sum + begin);
+  });
+}
+
 COHORT_CPU_CLONES
 void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
                             float* column_sums) {

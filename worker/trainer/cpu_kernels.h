@@ -59,6 +59,11 @@ void ToBfloat16(std::span<const float> values, uint16_t* out);
 // when `relu` (NaN stays NaN, as LibTorch's clamp_min).
 void AddBiasRelu(float* values, const float* bias, int64_t rows, int64_t columns, bool relu);
 
+// An Add layer's forward in one pass over `count` elements: sum = a + b, then the
+// rectifier when `relu` (as AddBiasRelu: the ReLU that follows the Add in a residual
+// block, fused). `sum` may be `a` or `b`. Split across the OpenMP threads as AllFinite.
+void AddRelu(const float* a, const float* b, size_t count, bool relu, float* sum);
+
 // Its backward, in one pass: gradient = 0 where output <= 0 when `output` is not null
 // (the rectifier's derivative from its output, as LibTorch's threshold_backward), then
 // column_sums = the gradient summed over rows (the bias' gradient) when not null.

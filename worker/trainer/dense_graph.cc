@@ -14,7 +14,7 @@ struct DenseGraph::Op {
   enum class Kind { kInput, kAlias, kDense, kActivation, kAdd };
   Kind kind = Kind::kAlias;
   std::vector<int> inputs;  // nodes whose buffers hold the inputs (aliases resolved)
-  // Dense: applied in place after the product (linear on the logits node, whose
+  // Dense and Add: applied in place to the output (linear on the logits node, whose
   // softmax is the loss'); Activation: the function.
   Activation activation = Activation::kLinear;
   torch::Tensor* kernel = nullptr;
@@ -179,6 +179,32 @@ std::unique_ptr<DenseGraph> DenseGraph::Create(KerasModel& model, const keras::L
     if (op.kind == Kind::kActivation && op.activation == Activation::kLinear) op.kind = Kind::kAlias;
     if (op.kind == Kind::kAlias) source[i] = op.inputs.at(0);
   }
+  // An activation whose input is a linear Dense or an Add that nothing else reads (a
+  // residual block's Add and ReLU, a Dense followed by its ReLU layer) is applied by
+  // that node in place: a pass over the block and a copy fewer forward, and backward
+  // its gradient goes to the node's inputs without copies between.
+  std::vector<int> readers(count, 0);
+  for (const Op& op : g->ops_) {
+    for (int in : op.inputs) ++readers[in];
+  }
+  for (int i = 0; i < count; ++i) {
+    Op& op = g->ops_[i];
+    if (op.kind != Kind::kActivation || op.activation == Activation::kSoftmax) continue;
+    const int p = op.inputs[0];
+    Op& producer = g->ops_[p];
+    if (readers[p] != 1 || producer.activation != Activation::kLinear ||
+        (producer.kind != Kind::kDense && producer.kind != Kind::kAdd)) {
+      continue;
+    }
+    producer.activation = op.activation;
+    op.kind = Kind::kAlias;
+    op.activation = Activation::kLinear;
+    readers[p] = readers[i];
+    for (int j = i; j < count; ++j) {
+      if (source[j] == i) source[j] = p;
+      for (int& in : g->ops_[j].inputs) in = in == i ? p : in;
+    }
+  }
   for (ModelVariable& v : model.variables()) {
     Op& op = g->ops_[v.node];
     if (op.kind != Kind::kDense) return refuse("a variable is not a Dense layer's");
@@ -295,8 +321,10 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
       case Kind::kAdd: {
         const torch::Tensor& first = outputs_[op.inputs[0]];
         Shaped(out, n, first.size(1));
-        at::add_out(out, first, outputs_[op.inputs[1]]);
+        const bool relu = op.activation == Activation::kRelu && op.inputs.size() == 2;
+        AddRelu(Data(first), Data(outputs_[op.inputs[1]]), out.numel(), relu, Data(out));
         for (size_t k = 2; k < op.inputs.size(); ++k) out.add_(outputs_[op.inputs[k]]);
+        if (!relu) ActivateInPlace(out, op.activation);
         break;
       }
     }
@@ -335,12 +363,14 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
   return result;
 }
 
-void DenseGraph::AddGradient(int node, const torch::Tensor& gradient) {
+void DenseGraph::AddGradient(int node, torch::Tensor& gradient, bool take) {
   if (grad_set_[node]) {
     grads_[node].add_(gradient);
-    return;
+  } else if (take) {
+    std::swap(grads_[node], gradient);
+  } else {
+    Shaped(grads_[node], gradient.size(0), gradient.size(1)).copy_(gradient);
   }
-  Shaped(grads_[node], gradient.size(0), gradient.size(1)).copy_(gradient);
   grad_set_[node] = true;
 }
 
@@ -385,13 +415,19 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
       case Kind::kActivation:
         if (!ops_[op.inputs[0]].needs_grad) break;
         ActivationBackwardInPlace(g, outputs_[i], op.activation);
-        AddGradient(op.inputs[0], g);
+        AddGradient(op.inputs[0], g, /*take=*/true);
         break;
-      case Kind::kAdd:
-        for (int in : op.inputs) {
-          if (ops_[in].needs_grad) AddGradient(in, g);
+      case Kind::kAdd: {
+        ActivationBackwardInPlace(g, outputs_[i], op.activation);
+        size_t last = op.inputs.size();  // the last input that needs the gradient takes g
+        for (size_t k = 0; k < op.inputs.size(); ++k) {
+          if (ops_[op.inputs[k]].needs_grad) last = k;
+        }
+        for (size_t k = 0; k < op.inputs.size() && last < op.inputs.size(); ++k) {
+          if (ops_[op.inputs[k]].needs_grad) AddGradient(op.inputs[k], g, k == last);
         }
         break;
+      }
     }
   }
 }

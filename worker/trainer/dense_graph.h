@@ -6,14 +6,17 @@
 // instead of recorded by autograd:
 //   - forward: each Dense is one GEMM (gemm.h: oneDNN's, faster here than the OpenBLAS
 //     behind LibTorch's own products) into a buffer kept from step to step, onto the
-//     bias, the activation applied in place;
+//     bias, the activation applied in place; an activation layer after a linear Dense
+//     or an Add that nothing else reads is applied by that node (a residual block's
+//     Add and ReLU: one pass, cpu_kernels.h's AddRelu);
 //   - loss: the loss and its gradient with respect to the logits in one pass
 //     (cpu_kernels.h): softmax cross-entropy (sparse, or categorical with label
 //     smoothing) on a softmax output or from logits, and mean squared error on a linear
 //     output;
 //   - backward: the activation's derivative in place, then each kernel's and bias'
 //     gradient computed straight into its view of the flat gradient buffer, and the
-//     input's gradient accumulated into the producer's buffer.
+//     input's gradient accumulated into the producer's buffer (handed over without a
+//     copy where the producer has none yet and the buffer is read no more).
 // No graph is recorded and, once the buffers have grown to the batch, nothing is
 // allocated. The mlp's 128-row step on one thread: 1.67 ms through autograd (with
 // OpenBLAS' products), 1.17 ms here (docs/benchmarks.md). Every other model trains
@@ -70,7 +73,9 @@ class DenseGraph {
 
  private:
   DenseGraph() = default;
-  void AddGradient(int node, const torch::Tensor& gradient);  // into grads_[node]
+  // grads_[node] += gradient, or = gradient when it has none yet this step: then with
+  // `take` by swapping the two buffers (`gradient` is a node's own, read no more).
+  void AddGradient(int node, torch::Tensor& gradient, bool take);
   // C = op(A) op(B) + beta C over the float32 operands, or over their bfloat16 copies
   // (given too) in bfloat16.
   struct Operand {

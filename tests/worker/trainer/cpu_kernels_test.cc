@@ -115,7 +115,7 @@ TEST_CASE("AllFinite finds a NaN or infinity wherever it is, on any number of th
   omp_set_num_threads(1);
 }
 
-TEST_CASE("the Dense layer's passes give the formula's bits on any number of threads",
+TEST_CASE("the Dense and Add layers' passes give the formula's bits on any number of threads",
           "[cpu_kernels]") {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal;
@@ -125,10 +125,15 @@ TEST_CASE("the Dense layer's passes give the formula's bits on any number of thr
     for (float& x : start) x = normal(rng);
     for (float& x : output) x = normal(rng);
     for (float& x : bias) x = normal(rng);
+    output[5] = std::numeric_limits<float>::quiet_NaN();  // stays NaN through the rectifier
     // The formulas, one element at a time.
     std::vector<float> activated = start, masked = start, sums(columns, 0.0f);
+    std::vector<float> added(rows * columns), rectified(rows * columns);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < columns; ++c) {
+        const int64_t i = r * columns + c;
+        added[i] = start[i] + output[i];
+        rectified[i] = added[i] < 0.0f ? 0.0f : added[i];
         float& a = activated[r * columns + c];
         a = std::max(a + bias[c], 0.0f);
         float& g = masked[r * columns + c];
@@ -142,7 +147,13 @@ TEST_CASE("the Dense layer's passes give the formula's bits on any number of thr
       std::vector<float> values = start, gradient = start, column_sums(columns, -1.0f);
       AddBiasRelu(values.data(), bias.data(), rows, columns, /*relu=*/true);
       ReluBackwardColumnSums(gradient.data(), output.data(), rows, columns, column_sums.data());
+      std::vector<float> sum(rows * columns, -1.0f), in_place = start;
+      AddRelu(start.data(), output.data(), sum.size(), /*relu=*/false, sum.data());
+      AddRelu(in_place.data(), output.data(), sum.size(), /*relu=*/true, in_place.data());
       omp_set_num_threads(1);
+      CHECK(SameBits(sum, added));
+      CHECK(SameBits(in_place, rectified));
+      CHECK(std::isnan(in_place[5]));
       CHECK(SameBits(values, activated));
       CHECK(SameBits(gradient, masked));
       CHECK(SameBits(column_sums, sums));

@@ -306,6 +306,35 @@ TEST_CASE("DenseGraph: every activation, elementwise layer and loss it covers", 
     CompareSizes(Parse(FunctionalModel(layers, "in", "out")),
                  Loss(LossKind::kSparseCategoricalCrossentropy));
   }
+  SECTION("activation layers applied by the Dense or Add before them") {
+    // r1, r2, t2, s3 and r4 are each the only reader of a linear Dense or an Add; a2
+    // adds the input (which needs no gradient), a3 one node twice, a4 three nodes.
+    std::vector<Json> layers{
+        Connect(InputEntry("in", {12}), {}),
+        Connect(DenseEntry("d1", 10), {"in"}),
+        Connect(Relu("r1"), {"d1"}),
+        Connect(DenseEntry("d2", 10), {"r1"}),
+        Connect(LayerEntry("Add", "a1", {}), {"r1", "d2"}),
+        Connect(Relu("r2"), {"a1"}),
+        Connect(DenseEntry("d3", 12), {"r2"}),
+        Connect(LayerEntry("Add", "a2", {}), {"in", "d3"}),
+        Connect(Activation("t2", "tanh"), {"a2"}),
+        Connect(LayerEntry("Add", "a3", {}), {"t2", "t2"}),
+        Connect(Activation("s3", "sigmoid"), {"a3"}),
+        Connect(DenseEntry("d4", 12), {"s3"}),
+        Connect(LayerEntry("Add", "a4", {}), {"d4", "s3", "t2"}),
+        Connect(Relu("r4"), {"a4"}),
+        Connect(DenseEntry("d5", 6), {"r4"}),
+        Connect(Activation("out", "softmax"), {"d5"}),
+    };
+    CompareSizes(Parse(FunctionalModel(layers, "in", "out")),
+                 Loss(LossKind::kSparseCategoricalCrossentropy));
+  }
+  SECTION("an activation layer at the output, applied by the Dense before it") {
+    CompareSizes(Parse(Seq({DenseEntry("a", 9), Relu("r"), DenseEntry("b", 5),
+                            Activation("s", "sigmoid")})),
+                 Loss(LossKind::kMeanSquaredError));
+  }
   SECTION("a frozen Dense layer: no gradient of its own, and gradients flow through it") {
     Json frozen = DenseEntry("frozen", 9, "relu");
     frozen["config"]["trainable"] = false;
