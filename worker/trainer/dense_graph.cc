@@ -199,7 +199,6 @@ std::unique_ptr<DenseGraph> DenseGraph::Create(KerasModel& model, const keras::L
     producer.activation = op.activation;
     op.kind = Kind::kAlias;
     op.activation = Activation::kLinear;
-    readers[p] = readers[i];
     for (int j = i; j < count; ++j) {
       if (source[j] == i) source[j] = p;
       for (int& in : g->ops_[j].inputs) in = in == i ? p : in;
@@ -321,9 +320,14 @@ DenseGraph::Forward DenseGraph::RunForward(const torch::Tensor& x, const torch::
       case Kind::kAdd: {
         const torch::Tensor& first = outputs_[op.inputs[0]];
         Shaped(out, n, first.size(1));
-        const bool relu = op.activation == Activation::kRelu && op.inputs.size() == 2;
-        AddRelu(Data(first), Data(outputs_[op.inputs[1]]), out.numel(), relu, Data(out));
-        for (size_t k = 2; k < op.inputs.size(); ++k) out.add_(outputs_[op.inputs[k]]);
+        // Summed in input order, as Keras' Add; a rectifier in the last pass.
+        const bool relu = op.activation == Activation::kRelu;
+        const float* sum = Data(first);
+        for (size_t k = 1; k < op.inputs.size(); ++k) {
+          AddRelu(sum, Data(outputs_[op.inputs[k]]), out.numel(),
+                  relu && k + 1 == op.inputs.size(), Data(out));
+          sum = Data(out);
+        }
         if (!relu) ActivateInPlace(out, op.activation);
         break;
       }
@@ -423,7 +427,7 @@ void DenseGraph::RunBackward(const std::function<void(int)>& ready) {
         for (size_t k = 0; k < op.inputs.size(); ++k) {
           if (ops_[op.inputs[k]].needs_grad) last = k;
         }
-        for (size_t k = 0; k < op.inputs.size() && last < op.inputs.size(); ++k) {
+        for (size_t k = 0; k < op.inputs.size(); ++k) {
           if (ops_[op.inputs[k]].needs_grad) AddGradient(op.inputs[k], g, k == last);
         }
         break;
