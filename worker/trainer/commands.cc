@@ -53,6 +53,10 @@ CLI::App* AddTrainCommand(CLI::App& app, TrainCommand& c) {
   train->add_flag("--autograd", c.autograd,
                   "train through LibTorch's autograd even a model of Dense layers, which "
                   "otherwise trains through the hand-written step (DenseGraph)");
+  train->add_flag("--replica-per-rank", c.replica_per_rank,
+                  "ranks on one machine keep a copy of the model each and all-reduce "
+                  "gradients (as across machines) instead of sharing one copy in shared "
+                  "memory, each updating its part");
   return train;
 }
 
@@ -97,6 +101,7 @@ int RunTrainCommand(const TrainCommand& c, const StoreOpener& open_store) {
   options.trace = c.trace;
   options.profile_epoch = c.profile_epoch;
   options.autograd = c.autograd;
+  options.replica_per_rank = c.replica_per_rank;
   options.device = c.device.empty() ? options.spec.resources.device
                    : c.device == "cuda"  ? job::Device::kCuda
                                          : job::Device::kCpu;

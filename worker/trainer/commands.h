@@ -38,6 +38,7 @@ struct TrainCommand {
   bool trace = false;
   int profile_epoch = 0;  // 0: none
   bool autograd = false;
+  bool replica_per_rank = false;
 };
 
 // Adds the `train` subcommand to `app`, filling `command` when parsed.

@@ -172,10 +172,12 @@ bool AllFinite(std::span<const float> values) {
 }
 
 void AdamUpdate(std::span<float> variable, std::span<const float> gradient, std::span<float> m,
-                std::span<float> v, const AdamCoefficients& c) {
+                std::span<float> v, const AdamCoefficients& c, bool variables_shared) {
   ForEachSlice(variable.size(), [&](size_t begin, size_t end) {
     // Split across threads, the weights' lines are in every core's cache (above).
-    auto* slice = HasStreamingAdam() && omp_get_num_threads() > 1 ? AdamSliceStreaming : AdamSlice;
+    auto* slice = HasStreamingAdam() && (variables_shared || omp_get_num_threads() > 1)
+                      ? AdamSliceStreaming
+                      : AdamSlice;
     slice(variable.data() + begin, gradient.data() + begin, m.data() + begin,
           v.data() + begin, end - begin, c);
   });

@@ -46,8 +46,11 @@ struct AdamCoefficients {
 // operations (keras/src/optimizers/adam.py):
 //   m += (g - m) * (1 - beta_1);  v += (g * g - v) * (1 - beta_2);
 //   variable -= (m * alpha) / (sqrt(v) + epsilon)
+// `variables_shared`: other processes' cores read the variables too (shared memory), so
+// their lines are in other caches even on one thread: streaming stores as when split.
 void AdamUpdate(std::span<float> variable, std::span<const float> gradient,
-                std::span<float> m, std::span<float> v, const AdamCoefficients& c);
+                std::span<float> m, std::span<float> v, const AdamCoefficients& c,
+                bool variables_shared = false);
 
 // values rounded to bfloat16 (the upper 16 bits of a float32), to the nearest, ties to
 // even, as LibTorch's at::BFloat16 rounds; a NaN becomes the quiet NaN 0x7fc0. Split

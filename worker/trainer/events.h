@@ -4,7 +4,8 @@
 // once: what the agent forwards to the coordinator and what `bench/` reads. Every
 // object has "event" and "time" (seconds since the Unix epoch); the kinds:
 //   {"event":"start", "rank", "world", "epochs", "first_epoch", "steps", "samples", "device",
-//    "training_step", "precision", "all_reduce", "openblas_core"}
+//    "training_step", "precision", "all_reduce", "shared_model" (ranks on one machine
+//    sharing one copy of the model: worker/trainer/shared_replica.h), "openblas_core"}
 //   {"event":"step", "epoch", "epochs", "step", "steps", "metrics":{name: value},
 //    "samples_per_second"}     (rank 0 only, at most every `step_interval`)
 //   {"event":"epoch_end", "epoch", "epochs", "metrics":{...incl. val_*}, "seconds",

@@ -4,7 +4,8 @@
 
 namespace cohort::trainer {
 
-FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables) {
+FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables)
+    : variables_(variables) {
   int64_t total = 0;
   for (torch::Tensor* v : variables) {
     slots_.push_back({total, v->numel()});
@@ -16,11 +17,28 @@ FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables) {
   grad_ = torch::zeros({total}, options);
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < variables.size(); ++i) {
-    torch::Tensor& v = *variables[i];
+    data_.narrow(0, slots_[i].offset, slots_[i].numel).copy_(variables[i]->detach().reshape({-1}));
+  }
+  PointVariables();
+}
+
+void FlatParameters::MoveTo(float* data, float* grad, bool copy_values) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor moved_data = torch::from_blob(data, {numel()}, data_.options());
+  torch::Tensor moved_grad = torch::from_blob(grad, {numel()}, grad_.options());
+  if (copy_values) moved_data.copy_(data_);
+  moved_grad.copy_(grad_);
+  data_ = moved_data;
+  grad_ = moved_grad;
+  PointVariables();
+}
+
+void FlatParameters::PointVariables() {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < variables_.size(); ++i) {
+    torch::Tensor& v = *variables_[i];
     const Slot& s = slots_[i];
-    torch::Tensor view = data_.narrow(0, s.offset, s.numel);
-    view.copy_(v.detach().reshape({-1}));
-    v.set_data(view.view(v.sizes()));
+    v.set_data(data_.narrow(0, s.offset, s.numel).view(v.sizes()));
     v.mutable_grad() = grad_.narrow(0, s.offset, s.numel).view(v.sizes());
   }
 }

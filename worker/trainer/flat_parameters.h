@@ -28,6 +28,12 @@ class FlatParameters {
   // buffers, keeping their values. The tensors must outlive this object.
   explicit FlatParameters(const std::vector<torch::Tensor*>& variables);
 
+  // Moves the buffers into memory of the caller's (numel() floats each, outliving this
+  // object; e.g. shared with other processes), re-pointing every variable and its
+  // gradient there. The gradients keep their values; the parameters do only when
+  // `copy_values` (otherwise they take what `data` holds).
+  void MoveTo(float* data, float* grad, bool copy_values);
+
   torch::Tensor& data() { return data_; }
   torch::Tensor& grad() { return grad_; }
   const std::vector<Slot>& slots() const { return slots_; }
@@ -38,6 +44,10 @@ class FlatParameters {
   bool GradFinite() const;
 
  private:
+  // Points the variables and their gradients into data_ and grad_.
+  void PointVariables();
+
+  std::vector<torch::Tensor*> variables_;
   torch::Tensor data_;
   torch::Tensor grad_;
   std::vector<Slot> slots_;

@@ -37,8 +37,7 @@ Optimizer::Optimizer(keras::OptimizerConfig config, const FlatParameters& params
   }
 }
 
-void Optimizer::ClipGradients(FlatParameters& params) {
-  torch::Tensor& g = params.grad();
+void Optimizer::ClipGradients(FlatParameters& params, torch::Tensor& g) {
   if (config_.clipvalue) g.clamp_(-*config_.clipvalue, *config_.clipvalue);
   if (config_.clipnorm) {
     for (const auto& s : params.slots()) {
@@ -53,19 +52,26 @@ void Optimizer::ClipGradients(FlatParameters& params) {
   }
 }
 
-void Optimizer::Step(FlatParameters& params) {
+void Optimizer::Step(FlatParameters& params) { Step(params, Part()); }
+
+void Optimizer::Step(FlatParameters& params, Part part) {
   torch::NoGradGuard no_grad;
-  ClipGradients(params);
-  torch::Tensor& var = params.data();
-  const torch::Tensor& g = params.grad();
+  const int64_t begin = part.begin;
+  const int64_t end = part.end < 0 ? params.numel() : part.end;
+  TORCH_CHECK(UpdatesByRange() || (begin == 0 && end == params.numel()),
+              "clipping by norm updates every parameter at once");
+  auto range = [&](torch::Tensor& t) { return t.narrow(0, begin, end - begin); };
+  torch::Tensor var = range(params.data());
+  torch::Tensor g = range(params.grad());
+  ClipGradients(params, g);
   const double lr = learning_rate();
   if (config_.weight_decay > 0) var.mul_(1.0 - config_.weight_decay * lr);
   const double t = static_cast<double>(iterations_ + 1);
   switch (config_.kind) {
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW: {
-      torch::Tensor& m = slots_[0];
-      torch::Tensor& v = slots_[1];
+      torch::Tensor m = range(slots_[0]);
+      torch::Tensor v = range(slots_[1]);
       // Keras computes the bias corrections in the variable's dtype (adam.py casts
       // beta_1, beta_2 and iterations + 1 to float32 before ops.power), and 1 - beta_2^t
       // loses digits to cancellation: at t = 1 float32 gives an alpha 6e-6 smaller than
@@ -80,17 +86,18 @@ void Optimizer::Step(FlatParameters& params) {
                    {.one_minus_beta_1 = 1.0f - static_cast<float>(config_.beta_1),
                     .one_minus_beta_2 = 1.0f - static_cast<float>(config_.beta_2),
                     .alpha = static_cast<float>(alpha),
-                    .epsilon = static_cast<float>(config_.epsilon)});
+                    .epsilon = static_cast<float>(config_.epsilon)},
+                   part.shared);
         break;
       }
       m.lerp_(g, 1 - config_.beta_1);
       v.mul_(config_.beta_2).addcmul_(g, g, 1 - config_.beta_2);
-      const torch::Tensor* denom_src = &v;
+      torch::Tensor denom_src = v;
       if (config_.amsgrad) {
-        torch::max_out(slots_[2], slots_[2], v);
-        denom_src = &slots_[2];
+        denom_src = range(slots_[2]);
+        torch::max_out(denom_src, denom_src, v);
       }
-      var.addcdiv_(m, denom_src->sqrt().add_(config_.epsilon), -alpha);
+      var.addcdiv_(m, denom_src.sqrt().add_(config_.epsilon), -alpha);
       break;
     }
     case OptimizerKind::kSgd: {
@@ -98,7 +105,7 @@ void Optimizer::Step(FlatParameters& params) {
         var.add_(g, -lr);
         break;
       }
-      torch::Tensor& m = slots_[0];
+      torch::Tensor m = range(slots_[0]);
       m.mul_(config_.momentum).add_(g, -lr);
       if (config_.nesterov) {
         var.add_(m, config_.momentum).add_(g, -lr);
@@ -108,11 +115,11 @@ void Optimizer::Step(FlatParameters& params) {
       break;
     }
     case OptimizerKind::kRmsprop: {
-      torch::Tensor& velocity = slots_[0];
+      torch::Tensor velocity = range(slots_[0]);
       velocity.mul_(config_.rho).addcmul_(g, g, 1 - config_.rho);
       torch::Tensor denominator;
       if (config_.centered) {
-        torch::Tensor& average = slots_.back();
+        torch::Tensor average = range(slots_.back());
         average.mul_(config_.rho).add_(g, 1 - config_.rho);
         denominator = velocity - average.square() + config_.epsilon;
       } else {
@@ -120,7 +127,7 @@ void Optimizer::Step(FlatParameters& params) {
       }
       torch::Tensor increment = g * denominator.rsqrt_() * lr;
       if (config_.momentum > 0) {
-        torch::Tensor& momentum = slots_[1];
+        torch::Tensor momentum = range(slots_[1]);
         momentum.mul_(config_.momentum).add_(increment);
         var.sub_(momentum);
       } else {
@@ -129,7 +136,7 @@ void Optimizer::Step(FlatParameters& params) {
       break;
     }
     case OptimizerKind::kAdagrad: {
-      torch::Tensor& accumulator = slots_[0];
+      torch::Tensor accumulator = range(slots_[0]);
       accumulator.addcmul_(g, g);
       var.addcdiv_(g, (accumulator + config_.epsilon).sqrt_(), -lr);
       break;
@@ -139,6 +146,16 @@ void Optimizer::Step(FlatParameters& params) {
 }
 
 std::vector<torch::Tensor> Optimizer::State() const { return slots_; }
+
+void Optimizer::MoveStateTo(float* memory, bool copy_values) {
+  torch::NoGradGuard no_grad;
+  for (torch::Tensor& slot : slots_) {
+    torch::Tensor moved = torch::from_blob(memory, slot.sizes(), slot.options());
+    if (copy_values) moved.copy_(slot);
+    slot = moved;
+    memory += slot.numel();
+  }
+}
 
 absl::Status Optimizer::Restore(int64_t iterations, const std::vector<torch::Tensor>& state) {
   if (state.size() != slots_.size()) {

@@ -25,8 +25,20 @@ class Optimizer {
  public:
   Optimizer(keras::OptimizerConfig config, const FlatParameters& params);
 
-  // One update from the gradients in `params`.
+  // Which parameters a Step updates: the flat range [begin, end) (end -1: to the end),
+  // which needs only that range's gradients unless UpdatesByRange() is false (then it
+  // must be everything). `shared`: other processes read these parameters (shared
+  // memory).
+  struct Part {
+    int64_t begin = 0;
+    int64_t end = -1;
+    bool shared = false;
+  };
+  // One update from the gradients in `params`: of every parameter, or of `part`.
   void Step(FlatParameters& params);
+  void Step(FlatParameters& params, Part part);
+  // False when an update reads every gradient (clipping by norm).
+  bool UpdatesByRange() const { return !config_.clipnorm && !config_.global_clipnorm; }
 
   int64_t iterations() const { return iterations_; }
   const keras::OptimizerConfig& config() const { return config_; }
@@ -36,9 +48,12 @@ class Optimizer {
   // State for checkpoints: the slot buffers (flat, like the parameters) in a fixed order.
   std::vector<torch::Tensor> State() const;
   absl::Status Restore(int64_t iterations, const std::vector<torch::Tensor>& state);
+  // Moves the slots into `memory` (State().size() x the parameter count floats, owned by
+  // the caller, outliving this object), copying their values there when `copy_values`.
+  void MoveStateTo(float* memory, bool copy_values);
 
  private:
-  void ClipGradients(FlatParameters& params);
+  void ClipGradients(FlatParameters& params, torch::Tensor& g);
 
   keras::OptimizerConfig config_;
   int64_t iterations_ = 0;

@@ -40,7 +40,7 @@ void StepTrace::AddStep(int epoch, int64_t step, const StepPhases& p, absl::Time
   phase("forward", p.data_end, p.forward_end);
   phase("backward", p.forward_end, p.backward_end);
   phase("metrics", p.backward_end, p.reduce_start);
-  phase("all-reduce wait", p.reduce_start, p.reduce_end);
+  phase(p.shared_sum ? "gradient sum" : "all-reduce wait", p.reduce_start, p.reduce_end);
   phase("optimizer", p.reduce_end, end);
   for (size_t i = 0; i < buckets.size(); ++i) {
     Add(Track::kAllReduce, absl::StrCat("bucket ", i), buckets[i].first, buckets[i].second);

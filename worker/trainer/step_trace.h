@@ -8,6 +8,10 @@
 //                          data | forward | backward | all-reduce wait | optimizer
 //   tid 1 "all-reduce"   bucket <i>                (each gradient bucket's all-reduce)
 //
+// Ranks sharing one copy of the model (shared_replica.h) exchange nothing in the
+// background: their all-reduce track is empty, and the phase between backward and the
+// optimizer is "gradient sum" (summing this rank's part, the barriers' waits included).
+//
 // The phases of a step lie inside it and one after another, so spans nest properly
 // per track. A bucket's span runs from its start (during backward) until the training
 // thread saw it complete, and never overlaps the bucket before it (buckets run in
@@ -42,6 +46,8 @@ struct StepPhases {
   absl::Time backward_end = absl::InfinitePast();
   absl::Time reduce_start = absl::InfinitePast();  // FinishStep: waiting for the all-reduce
   absl::Time reduce_end = absl::InfinitePast();
+  // The reduce phase is SharedReplica's gradient sum, not a wait for all-reduces.
+  bool shared_sum = false;
 };
 
 class StepTrace {

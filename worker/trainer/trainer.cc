@@ -34,6 +34,7 @@
 #include "worker/trainer/losses.h"
 #include "worker/trainer/optimizer.h"
 #include "worker/trainer/optimizer_weights.h"
+#include "worker/trainer/shared_replica.h"
 #include "worker/trainer/step_stats.h"
 #include "worker/trainer/step_trace.h"
 #include "worker/trainer/tensorboard_log.h"
@@ -129,6 +130,8 @@ class Run {
   std::unique_ptr<DenseGraph> dense_;  // the hand-written step; null: autograd's
   std::unique_ptr<collective::PrefixStore> store_;
   std::unique_ptr<collective::Collective> collective_;
+  // Ranks on one machine: one copy of the model for all; null otherwise (then a reducer).
+  std::unique_ptr<SharedReplica> shared_;
   std::unique_ptr<GradientReducer> reducer_;
   std::unique_ptr<TensorBoardLog> tensorboard_;  // rank 0's curves; null elsewhere
   std::unique_ptr<StepTrace> trace_;             // --trace; null without
@@ -221,10 +224,19 @@ absl::Status Run::Connect() {
     g.size = o_.world;
     g.timeout = o_.collective_timeout;
     g.hostname = o_.hostname;
+    if (!o_.replica_per_rank && optimizer_->UpdatesByRange()) {
+      g.shared_floats = SharedReplica::FloatsNeeded(
+          flat_->numel(), static_cast<int>(optimizer_->State().size()), o_.world);
+    }
     c = collective::CreateGlooCollective(g, store_.get());
   }
   if (!c.ok()) return c.status();
   collective_ = std::move(*c);
+  absl::StatusOr<std::unique_ptr<SharedReplica>> shared =
+      SharedReplica::Create(collective_.get(), flat_.get(), optimizer_.get());
+  if (!shared.ok()) return InContext(shared.status(), "sharing the model in shared memory");
+  shared_ = std::move(*shared);
+  if (shared_) return absl::OkStatus();
   reducer_ = std::make_unique<GradientReducer>(flat_.get(), trainable_, collective_.get(),
                                               GradientReducer::Options());
   return absl::OkStatus();
@@ -233,8 +245,11 @@ absl::Status Run::Connect() {
 // Rank 0's state (initial weights, or what it resumed) becomes every rank's.
 absl::Status Run::SyncState() {
   if (!collective_) return absl::OkStatus();
-  std::vector<torch::Tensor> tensors{flat_->data()};
-  for (const torch::Tensor& t : optimizer_->State()) tensors.push_back(t);
+  std::vector<torch::Tensor> tensors;
+  if (!shared_) {  // a shared copy has rank 0's values already
+    tensors.push_back(flat_->data());
+    for (const torch::Tensor& t : optimizer_->State()) tensors.push_back(t);
+  }
   for (ModelVariable& v : model_->variables()) {
     if (!v.trainable) tensors.push_back(v.value);
   }
@@ -324,7 +339,7 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
   for (int64_t step = 0; step < plan.steps(); ++step) {
     absl::Time step_start = absl::Now();
     StepTiming timing;
-    StepPhases phases{.start = step_start};
+    StepPhases phases{.start = step_start, .shared_sum = shared_ != nullptr};
     BatchPlan::Slice slice = plan.RankSlice(step);
     if (reducer_) reducer_->BeginStep();
     // DenseGraph overwrites every gradient; autograd adds to them.
@@ -368,25 +383,36 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
       totals.AddLoss(step_loss * loss_weight, static_cast<int64_t>(slice.rows.size()));
       AddMetrics(totals, prediction, y);
     }
+    auto failed = [&](const absl::Status& s, absl::string_view what) {
+      return absl::Status(s.code(), absl::StrCat("epoch ", epoch + 1, ", step ", step + 1, ": ",
+                                                 what, " failed: ", s.message()));
+    };
     phases.reduce_start = absl::Now();
-    if (reducer_) {
-      if (absl::Status s = reducer_->FinishStep(); !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat("epoch ", epoch + 1, ", step ", step + 1,
-                                                   ": gradient all-reduce failed: ", s.message()));
-      }
+    bool finite = std::isfinite(step_loss);
+    if (shared_) {
+      absl::StatusOr<bool> all_finite = shared_->ReduceGradients(finite);
+      if (!all_finite.ok()) return failed(all_finite.status(), "summing gradients in shared memory");
+      finite = *all_finite;
+    } else if (reducer_) {
+      if (absl::Status s = reducer_->FinishStep(); !s.ok()) return failed(s, "gradient all-reduce");
     }
     phases.reduce_end = absl::Now();
-    // Gradients are the same on every rank after the all-reduce, so every rank stops
-    // at the same step.
+    // Every rank sees the same summed gradients (or, sharing the model, the same verdict
+    // on them), so every rank stops at the same step.
     {
       RECORD_FUNCTION("cohort::optimizer", std::vector<c10::IValue>());
-      if (!flat_->GradFinite() || !std::isfinite(step_loss)) {
+      if (!shared_ && finite) finite = flat_->GradFinite();
+      if (!finite) {
         return absl::InvalidArgumentError(absl::StrCat(
             "the loss became NaN or infinite at epoch ", epoch + 1, ", step ", step + 1,
             " (learning rate ", optimizer_->learning_rate(), "): try a lower learning rate"));
       }
       FaultPoint(step_fault_point);  // gradients summed, weights not yet updated
-      optimizer_->Step(*flat_);
+      if (shared_) {
+        if (absl::Status s = shared_->Update(); !s.ok()) return failed(s, "updating the shared model");
+      } else {
+        optimizer_->Step(*flat_);
+      }
     }
     samples += slice.global_rows;
     absl::Time now = absl::Now();
@@ -402,6 +428,10 @@ absl::Status Run::TrainEpoch(int epoch, nlohmann::json* logs) {
       timing.all_reduce = reducer_->last_step().all_reduce;
       timing.all_reduce_wait = reducer_->last_step().wait;
       timing.all_reduce_bytes = reducer_->last_step().bytes;
+    } else if (shared_) {  // the sum of this rank's range, barriers included
+      timing.all_reduce = timing.all_reduce_wait = phases.reduce_end - phases.reduce_start;
+      timing.all_reduce_bytes = shared_->range_end() - shared_->range_begin();
+      timing.all_reduce_bytes *= 4 * o_.world;
     }
     stats.Add(timing);
     if (tensorboard_) {
@@ -557,6 +587,7 @@ absl::Status Run::Execute() {
                          {"training_step", dense_ ? "dense_graph" : "autograd"},
                          {"precision", std::string(job::PrecisionName(fit.precision))},
                          {"all_reduce", collective_ ? std::string(collective_->transport()) : "none"},
+                         {"shared_model", shared_ != nullptr},
                          {"openblas_core", OpenBlasCore()}});
   for (int epoch = first_epoch_; epoch < fit.epochs; ++epoch) {
     absl::Time start = absl::Now();

@@ -52,6 +52,9 @@ struct TrainOptions {
   // Train through LibTorch's autograd even where the hand-written DenseGraph step
   // covers the model (to compare the two, or to rule DenseGraph out).
   bool autograd = false;
+  // Ranks on one machine keep a replica of the model each and all-reduce the gradients,
+  // as ranks on several machines do, instead of sharing one copy (shared_replica.h).
+  bool replica_per_rank = false;
 };
 
 absl::Status Train(const TrainOptions& options);

@@ -56,43 +56,54 @@ int64_t StartSteps(const std::string& out) {
 }
 
 TEST_CASE("train --trace records every step of every rank as a Chrome trace", "[trainer][trace][python]") {
-  TempDir dir;
-  MakeDigits(dir);
-  WriteDigitsJob(dir, "epochs: 2\n  batch_size: 128");
-  std::vector<std::unique_ptr<Process>> ranks;
-  for (int r = 0; r < 2; ++r) {
-    ranks.push_back(std::make_unique<Process>(
-        std::vector<std::string>{kWorker, "train", dir.File("job.yaml"), "--rank", std::to_string(r),
-                                 "--world", "2", "--out", dir.File("out"), "--rendezvous",
-                                 "file://" + dir.File("rendezvous"), "--threads", "1", "--trace"},
-        dir.File(absl::StrCat("rank", r, ".log"))));
-  }
-  for (int r = 0; r < 2; ++r) {
-    std::optional<ExitStatus> exit = ranks[r]->Wait(kTimeout);
-    INFO("rank " << r << ":\n" << ranks[r]->Output());
-    REQUIRE(exit.has_value());
-    REQUIRE(exit->code == 0);
-  }
-  const int64_t steps = StartSteps(ranks[0]->Output());
-  REQUIRE(steps > 1);
-
-  const std::string checker = kSource + "/tests/worker/trainer/check_trace.py";
-  // Rank 0's own file is a trace of rank 0 alone.
-  CommandResult own = Python({checker, dir.File("out/trace/rank-0.json"), "1"});
-  INFO(own.output);
-  REQUIRE(own.status.code == 0);
-  CommandResult merged = Python({checker, dir.File("out/trace.json"), "2"});
-  INFO(merged.output);
-  REQUIRE(merged.status.code == 0);
-  nlohmann::json summary = nlohmann::json::parse(merged.out)["ranks"];
-  for (const std::string r : {"0", "1"}) {
-    INFO("rank " << r);
-    CHECK(summary[r]["steps"] == 2 * steps);
-    for (const char* phase : {"data", "forward", "backward", "all-reduce wait", "optimizer"}) {
-      INFO(phase);
-      CHECK(summary[r]["phases"][phase] == 2 * steps);
+  // Ranks on one machine share one copy of the model (shared_replica.h): no all-reduce
+  // runs, each step sums its part of the gradients. With --replica-per-rank they
+  // all-reduce buckets during backward, as ranks on several machines do.
+  for (bool shared : {true, false}) {
+    INFO((shared ? "sharing the model" : "a replica per rank"));
+    TempDir dir;
+    MakeDigits(dir);
+    WriteDigitsJob(dir, "epochs: 2\n  batch_size: 128");
+    std::vector<std::unique_ptr<Process>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      std::vector<std::string> args{kWorker, "train", dir.File("job.yaml"), "--rank", std::to_string(r),
+                                    "--world", "2", "--out", dir.File("out"), "--rendezvous",
+                                    "file://" + dir.File("rendezvous"), "--threads", "1", "--trace"};
+      if (!shared) args.push_back("--replica-per-rank");
+      ranks.push_back(std::make_unique<Process>(args, dir.File(absl::StrCat("rank", r, ".log"))));
     }
-    CHECK(summary[r]["buckets"].get<int64_t>() >= 2 * steps);
+    for (int r = 0; r < 2; ++r) {
+      std::optional<ExitStatus> exit = ranks[r]->Wait(kTimeout);
+      INFO("rank " << r << ":\n" << ranks[r]->Output());
+      REQUIRE(exit.has_value());
+      REQUIRE(exit->code == 0);
+    }
+    const int64_t steps = StartSteps(ranks[0]->Output());
+    REQUIRE(steps > 1);
+
+    const std::string checker = kSource + "/tests/worker/trainer/check_trace.py";
+    // Rank 0's own file is a trace of rank 0 alone.
+    CommandResult own = Python({checker, dir.File("out/trace/rank-0.json"), "1"});
+    INFO(own.output);
+    REQUIRE(own.status.code == 0);
+    CommandResult merged = Python({checker, dir.File("out/trace.json"), "2"});
+    INFO(merged.output);
+    REQUIRE(merged.status.code == 0);
+    nlohmann::json summary = nlohmann::json::parse(merged.out)["ranks"];
+    const char* reduce = shared ? "gradient sum" : "all-reduce wait";
+    for (const std::string r : {"0", "1"}) {
+      INFO("rank " << r);
+      CHECK(summary[r]["steps"] == 2 * steps);
+      for (const char* phase : {"data", "forward", "backward", reduce, "optimizer"}) {
+        INFO(phase);
+        CHECK(summary[r]["phases"][phase] == 2 * steps);
+      }
+      if (shared) {
+        CHECK(summary[r]["buckets"] == 0);
+      } else {
+        CHECK(summary[r]["buckets"].get<int64_t>() >= 2 * steps);
+      }
+    }
   }
 }
 

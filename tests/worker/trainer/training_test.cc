@@ -383,19 +383,28 @@ TEST_CASE("the same job on 1 rank and on 2 or 3 ranks ends with the same weights
     nlohmann::json start = Events(output).front();
     REQUIRE(start["event"] == "start");
     CHECK(start["samples"] == (c.job.validation_split > 0 ? 1381 : 1437));
+    // Ranks on one machine share one copy of the model (shared_replica.h); with
+    // --replica-per-rank they keep one each and all-reduce, as across machines.
     for (int world : c.worlds) {
-      INFO(c.name << " on " << world << " ranks");
-      std::string many = absl::StrCat(c.name, "-world", world);
-      w.Train(job, world, many);
-      nlohmann::json verdict =
-          CompareWeights(w.File(one + "/model.keras"), w.File(many + "/model.keras"), 1e-4);
-      INFO(verdict.dump());
-      CHECK(verdict["ok"] == true);
-      // Two kernels and two biases, and Adam's iteration, learning rate and two slots
-      // for each of those four: the optimizer state agrees across world sizes too.
-      CHECK(verdict["variables"] == 14);
-      CheckSameLosses(History(w.File(many + "/history.json")),
-                      History(w.File(one + "/history.json")), 1e-4);
+      for (bool shared : {true, false}) {
+        INFO(c.name << " on " << world << " ranks, " << (shared ? "sharing" : "a replica each"));
+        std::string many = absl::StrCat(c.name, "-world", world, shared ? "-shared" : "");
+        std::vector<std::string> flags;
+        if (!shared) flags.push_back("--replica-per-rank");
+        std::string output = w.Train(job, world, many, flags);
+        nlohmann::json start = Events(output).front();
+        CHECK(start["all_reduce"] == "shared memory");
+        CHECK(start["shared_model"] == shared);
+        nlohmann::json verdict =
+            CompareWeights(w.File(one + "/model.keras"), w.File(many + "/model.keras"), 1e-4);
+        INFO(verdict.dump());
+        CHECK(verdict["ok"] == true);
+        // Two kernels and two biases, and Adam's iteration, learning rate and two slots
+        // for each of those four: the optimizer state agrees across world sizes too.
+        CHECK(verdict["variables"] == 14);
+        CheckSameLosses(History(w.File(many + "/history.json")),
+                        History(w.File(one + "/history.json")), 1e-4);
+      }
     }
   }
 }

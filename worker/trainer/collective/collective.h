@@ -33,6 +33,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -78,6 +79,17 @@ class Collective {
   // Returns once every rank has reached the barrier and every operation this rank
   // started before it has completed.
   virtual absl::Status Barrier() = 0;
+
+  // Memory every rank maps, when the backend was asked for it and every rank runs on
+  // this machine (Gloo: GlooOptions::shared_floats); empty otherwise. Zero-filled at
+  // setup; what the ranks write there is theirs to order with SharedBarrier.
+  virtual std::span<float> SharedFloats() { return {}; }
+  // Returns once every rank has called it: microseconds through the shared memory, not
+  // a network round trip. Only with SharedFloats, and only while no operation of this
+  // rank is in flight (it runs on the caller's thread). Fails as an all-reduce does.
+  virtual absl::Status SharedBarrier() {
+    return absl::FailedPreconditionError("this collective has no shared memory");
+  }
 };
 
 }  // namespace cohort::trainer::collective

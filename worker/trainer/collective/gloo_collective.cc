@@ -79,6 +79,15 @@ class GlooCollective final : public Collective {
         ->Wait();
   }
 
+  std::span<float> SharedFloats() override {
+    return shm_ ? shm_->shared() : std::span<float>();
+  }
+
+  absl::Status SharedBarrier() override {
+    if (!shm_ || shm_->shared().empty()) return Collective::SharedBarrier();
+    return queue_.RunHere([this] { return Guarded("barrier", [&] { return shm_->Barrier(); }); });
+  }
+
   absl::Status Barrier() override {
     return queue_
         .Submit([this] {
@@ -131,7 +140,8 @@ absl::StatusOr<std::unique_ptr<Collective>> CreateGlooCollective(const GlooOptio
   std::unique_ptr<ShmAllReduce> shm;
   if (options.shared_memory) {
     absl::StatusOr<std::unique_ptr<ShmAllReduce>> connected =
-        ConnectSharedMemory(options.rank, options.size, options.timeout, *store);
+        ConnectSharedMemory(options.rank, options.size, options.timeout, *store,
+                            options.shared_floats);
     if (!connected.ok()) return connected.status();
     shm = *std::move(connected);
   }

@@ -57,6 +57,8 @@ struct GlooOptions {
   // this machine (shm_all_reduce.h); broadcasts and barriers stay on TCP. Must be the
   // same on every rank.
   bool shared_memory = true;
+  // With shared_memory: floats of memory the ranks share besides (Collective::SharedFloats).
+  size_t shared_floats = 0;
 };
 
 // Connects this rank to its peers through `store` (not owned; used only during this

@@ -39,6 +39,11 @@ std::unique_ptr<Work> OpQueue::Submit(std::function<absl::Status()> op) {
   return std::make_unique<QueuedWork>(std::move(outcome));
 }
 
+absl::Status OpQueue::RunHere(const std::function<absl::Status()>& op) {
+  if (absl::Status s = latch_.Check(); !s.ok()) return s;
+  return latch_.Record(op());
+}
+
 bool OpQueue::Runnable() const { return stopping_ || !items_.empty(); }
 
 void OpQueue::Loop() {

@@ -32,6 +32,10 @@ class OpQueue {
 
   // Queues `op` to run on the queue's thread; its status arrives through the Work.
   std::unique_ptr<Work> Submit(std::function<absl::Status()> op);
+  // Runs `op` on the calling thread instead, under the same rule: nothing runs after a
+  // failure, and its failure stops the queue. Only while no submitted operation is
+  // pending (they would not be ordered).
+  absl::Status RunHere(const std::function<absl::Status()>& op);
 
  private:
   // A submitted operation's outcome. Shared by the queue and the Work handle because

@@ -53,7 +53,9 @@ size_t HeaderBytes(int size) {
   return (bytes + kPage - 1) / kPage * kPage;
 }
 
-size_t SegmentBytes(int size) { return HeaderBytes(size) + (size + 1) * kShmChunkBytes; }
+size_t SegmentBytes(int size, size_t shared_floats) {
+  return HeaderBytes(size) + (size + 1) * kShmChunkBytes + shared_floats * sizeof(float);
+}
 
 uint32_t* FutexWord(std::atomic<uint32_t>& a) { return reinterpret_cast<uint32_t*>(&a); }
 
@@ -100,6 +102,12 @@ void ShmAllReduce::Abort() {
 }
 
 absl::Status ShmAllReduce::Barrier() {
+  absl::Status s = Arrive("barrier");
+  if (!s.ok()) Abort();
+  return s;
+}
+
+absl::Status ShmAllReduce::Arrive(absl::string_view op) {
   const uint32_t target = ++barriers_;
   segment_->arrived(rank_).store(target, std::memory_order_release);
   FutexWake(segment_->arrived(rank_));
@@ -110,15 +118,15 @@ absl::Status ShmAllReduce::Barrier() {
       const uint32_t seen = word.load(std::memory_order_acquire);
       if (static_cast<int32_t>(seen - target) >= 0) break;
       if (uint32_t a = segment_->aborted.load(std::memory_order_relaxed); a != 0) {
-        return PeerLost(kOp, static_cast<int>(a) - 1, "shared memory: it failed first");
+        return PeerLost(op, static_cast<int>(a) - 1, "shared memory: it failed first");
       }
       if ((spins & 63) != 63 || absl::Now() - start < kSpin) {
         __builtin_ia32_pause();
         continue;
       }
       FutexWait(word, seen, kSleepSlice);
-      if (Exited(pidfds_[peer])) return PeerLost(kOp, peer, "shared memory: its process exited");
-      if (absl::Now() - start > timeout_) return PeerTimedOut(kOp, peer, timeout_, "shared memory");
+      if (Exited(pidfds_[peer])) return PeerLost(op, peer, "shared memory: its process exited");
+      if (absl::Now() - start > timeout_) return PeerTimedOut(op, peer, timeout_, "shared memory");
     }
   }
   return absl::OkStatus();
@@ -139,7 +147,7 @@ absl::Status ShmAllReduce::Run(float* data, size_t count) {
       auto [begin, end] = slice(r);
       if (r != rank_) std::memcpy(mine + begin, chunk + begin, (end - begin) * sizeof(float));
     }
-    absl::Status s = Barrier();  // every slot written
+    absl::Status s = Arrive(kOp);  // every slot written
     if (s.ok()) {
       // This rank's slice, summed in rank order: every rank gets the same bits. The
       // first two ranks' slices are added in one pass, and the last pass also writes
@@ -152,7 +160,7 @@ absl::Status ShmAllReduce::Run(float* data, size_t count) {
       SumTo(out, size_ == 2 ? chunk + begin : nullptr, in(0), in(1), len);
       for (int r = 2; r < size_; ++r) AddInto(out, in(r), len);
       if (size_ > 2) std::memcpy(chunk + begin, out, len * sizeof(float));
-      s = Barrier();  // every slice summed
+      s = Arrive(kOp);  // every slice summed
     }
     if (!s.ok()) {
       Abort();
@@ -168,7 +176,8 @@ absl::Status ShmAllReduce::Run(float* data, size_t count) {
 
 absl::StatusOr<std::unique_ptr<ShmAllReduce>> ConnectSharedMemory(int rank, int size,
                                                                   absl::Duration timeout,
-                                                                  Store& store) {
+                                                                  Store& store,
+                                                                  size_t shared_floats) {
   if (size < 2) return nullptr;
   auto keys = [size](absl::string_view what) {
     std::vector<std::string> k;
@@ -192,38 +201,51 @@ absl::StatusOr<std::unique_ptr<ShmAllReduce>> ConnectSharedMemory(int rank, int 
     pids.push_back(pid);
   }
 
-  // 2. Rank 0 creates the segment and names it; "" when it could not.
+  // 2. Rank 0 creates the segment and says its name and how many shared floats it has
+  // ("" when it could not): when /dev/shm has no room for the shared floats, the
+  // all-reduce's areas alone still beat TCP.
   std::string name, why;
   int fd = -1;
-  const size_t bytes = SegmentBytes(size);
   if (rank == 0) {
     std::random_device random;
     name = absl::StrCat("/cohort-allreduce-", getpid(), "-", random(), random());
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
-    if (fd < 0) {
-      why = Errno(absl::StrCat("shm_open ", name));
-    } else if (int e = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
+    if (fd < 0) why = Errno(absl::StrCat("shm_open ", name));
+    for (size_t wanted : {shared_floats, size_t{0}}) {
+      if (fd < 0) break;
+      const size_t bytes = SegmentBytes(size, wanted);
+      int e = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+      if (e == 0) {
+        if (wanted < shared_floats) {
+          spdlog::warn("no shared memory for the model ({}): the ranks keep a copy each", why);
+        }
+        why.clear();
+        shared_floats = wanted;
+        break;
+      }
       errno = e;
       why = Errno(absl::StrCat("reserving ", bytes, " bytes in /dev/shm"));
-    }
-    if (!why.empty()) {
-      if (fd >= 0) {
+      if (wanted == 0) {
         close(fd);
         shm_unlink(name.c_str());
+        fd = -1;
       }
-      fd = -1;
     }
-    if (absl::Status s = store.Set("shm/name", fd >= 0 ? name : ""); !s.ok()) return s;
+    std::string published = fd >= 0 ? absl::StrCat(name, "\n", shared_floats) : "";
+    if (absl::Status s = store.Set("shm/name", published); !s.ok()) return s;
   } else {
     absl::StatusOr<std::vector<std::string>> got = store.Get({"shm/name"}, timeout);
     if (!got.ok()) return got.status();
-    name = (*got)[0];
-    if (name.empty()) why = "rank 0 could not create the segment";
-    if (!name.empty()) {
+    std::vector<std::string> parts = absl::StrSplit((*got)[0], '\n');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &shared_floats)) {
+      why = "rank 0 could not create the segment";
+    } else {
+      name = parts[0];
       fd = shm_open(name.c_str(), O_RDWR, 0600);
       if (fd < 0) why = Errno(absl::StrCat("shm_open ", name));
     }
   }
+  const size_t bytes = SegmentBytes(size, shared_floats);
 
   // 3. Every rank maps it and opens a pidfd per peer, and says whether that worked.
   std::unique_ptr<ShmAllReduce> shm(new ShmAllReduce(rank, size, timeout));
@@ -237,6 +259,7 @@ absl::StatusOr<std::unique_ptr<ShmAllReduce>> ConnectSharedMemory(int rank, int 
       shm->mapped_bytes_ = bytes;
       shm->slots_ = reinterpret_cast<float*>(static_cast<char*>(p) + HeaderBytes(size));
       shm->result_ = shm->slots_ + size * (kShmChunkBytes / sizeof(float));
+      shm->shared_ = {shm->result_ + kShmChunkBytes / sizeof(float), shared_floats};
     }
     for (int r = 0; r < size && why.empty(); ++r) {
       int pidfd = r == rank ? -1 : static_cast<int>(syscall(SYS_pidfd_open, pids[r], 0));

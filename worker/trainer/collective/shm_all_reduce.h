@@ -19,6 +19,11 @@
 // slices from the result area.
 // A barrier spins briefly, then sleeps on a futex in the segment.
 //
+// The segment can also hold memory the ranks share for their own use (`shared_floats`
+// at setup: zero-filled, after the all-reduce's areas), with Barrier() to order their
+// reads and writes of it: the trainer keeps one copy of the model's parameters there for
+// all ranks (shared_replica.h).
+//
 // Failures keep collective.h's promises: a wait polls the peers it waits for (a pidfd
 // each) and the segment's abort word, and gives up after `timeout` without progress:
 //   UNAVAILABLE        "all-reduce with rank 1 failed: connection closed (peer died?)
@@ -26,11 +31,13 @@
 //   DEADLINE_EXCEEDED  "all-reduce timed out after 30s waiting for rank 1 [shared memory]"
 // A rank that fails sets the abort word, so its peers fail at once too.
 //
-// Used only on the collective's communication thread.
+// Used on one thread at a time: the collective's communication thread, or, for
+// Barrier(), the caller's while no operation is in flight.
 
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,17 +54,23 @@ class ShmAllReduce {
   ~ShmAllReduce();
 
   absl::Status Run(float* data, size_t count);
-  // Makes every rank's current and later Run fail (this rank's too).
+  // Returns once every rank has arrived here; fails as Run does, naming "barrier":
+  //   UNAVAILABLE "barrier with rank 1 failed: connection closed (peer died?) [...]"
+  absl::Status Barrier();
+  // Makes every rank's current and later Run and Barrier fail (this rank's too).
   void Abort();
+  // The memory asked for at setup (empty if none).
+  std::span<float> shared() const { return shared_; }
 
   struct Segment;  // the shared layout (shm_all_reduce.cc)
 
  private:
   friend absl::StatusOr<std::unique_ptr<ShmAllReduce>> ConnectSharedMemory(
-      int, int, absl::Duration, Store&);
+      int, int, absl::Duration, Store&, size_t);
   ShmAllReduce(int rank, int size, absl::Duration timeout) : rank_(rank), size_(size), timeout_(timeout) {}
-  // Arrives at the next barrier and waits for every rank to arrive there.
-  absl::Status Barrier();
+  // Arrives at the next barrier and waits for every rank to arrive there; errors name
+  // `op`.
+  absl::Status Arrive(absl::string_view op);
 
   const int rank_;
   const int size_;
@@ -66,6 +79,7 @@ class ShmAllReduce {
   size_t mapped_bytes_ = 0;
   float* slots_ = nullptr;   // size_ slots of kShmChunkBytes
   float* result_ = nullptr;  // kShmChunkBytes
+  std::span<float> shared_;
   std::vector<int> pidfds_;  // per rank; -1 for this one
   uint32_t barriers_ = 0;    // barriers this rank has arrived at
 };
@@ -73,8 +87,10 @@ class ShmAllReduce {
 // Null (and no error) when the ranks are not all on this machine, or when shared memory
 // cannot be set up here (the reason is logged); every rank gets the same answer.
 // `store`: a namespace of this collective's own (its keys start with "shm/").
+// `shared_floats`: the size of ShmAllReduce::shared(), reserved like the rest.
 absl::StatusOr<std::unique_ptr<ShmAllReduce>> ConnectSharedMemory(int rank, int size,
                                                                   absl::Duration timeout,
-                                                                  Store& store);
+                                                                  Store& store,
+                                                                  size_t shared_floats = 0);
 
 }  // namespace cohort::trainer::collective

@@ -144,13 +144,19 @@ void AsyncAllReducesRunInOrder(Backend b) {
 void LargeBuffers(Backend b) {
   RunScenario(b, {2, 3}, "large", "64 MiB all-reduce and 40 MiB broadcast");
 }
+void SharedMemoryOnlyOnOneMachine(Backend b) {
+  RunScenario(b, {2, 3}, "shared",
+              b == Backend::kGloo ? "shared memory and its barrier"
+                                  : "shared memory only where ranks share it");
+}
 
 // Starts `size` ranks all-reducing in a loop, sends `sig` to rank 1 once all run, and
 // checks every survivor fails within 3x the timeout, unusable afterwards. Returns the
 // survivors' outputs and how long each took to fail.
-std::vector<std::pair<std::string, absl::Duration>> FailRank1(Backend backend, int size, int sig,
-                                                               absl::Duration timeout) {
-  Ranks ranks = Start(backend, size, "until-failure", timeout);
+std::vector<std::pair<std::string, absl::Duration>> FailRank1(
+    Backend backend, int size, int sig, absl::Duration timeout,
+    const std::string& scenario = "until-failure") {
+  Ranks ranks = Start(backend, size, scenario, timeout);
   bool all_running = cohort::testing::WaitUntil(
       [&] {
         return std::all_of(ranks.processes.begin(), ranks.processes.end(), [](auto& p) {
@@ -265,6 +271,37 @@ CONTRACT_CASE("64 MiB all-reduce and 40 MiB broadcast", LargeBuffers)
 CONTRACT_CASE("a killed rank makes the others fail within the timeout", KilledRankIsNamed)
 CONTRACT_CASE("a hung rank makes the others time out", StoppedRankTimesOut)
 CONTRACT_CASE("a rank that never joins is named", MissingRankIsNamed)
+CONTRACT_CASE("shared memory, and its barrier, only between ranks of one machine",
+              SharedMemoryOnlyOnOneMachine)
+
+TEST_CASE("gloo: shared memory /dev/shm has no room for leaves the all-reduce's own",
+          "[collective][gloo]") {
+  RunScenario(Backend::kGloo, {2}, "shared-too-big",
+              "no shared floats, all-reduce through shared memory");
+}
+
+TEST_CASE("gloo: a rank killed or stopped in a shared barrier fails the others naming it",
+          "[collective][gloo]") {
+  for (int size : {2, 3}) {
+    INFO(size << " ranks");
+    for (const auto& [output, took] :
+         FailRank1(Backend::kGloo, size, SIGKILL, absl::Seconds(3), "shared-until-failure")) {
+      INFO(output);
+      CHECK(absl::StrContains(output, "error: UNAVAILABLE: barrier with rank"));
+      if (size == 2) CHECK(absl::StrContains(output, "with rank 1 failed: connection closed"));
+    }
+    // With 3 ranks the other survivor may fail first because rank 0 gave up.
+    bool timed_out = false;
+    for (const auto& [output, took] :
+         FailRank1(Backend::kGloo, size, SIGSTOP, absl::Seconds(3), "shared-until-failure")) {
+      INFO(output);
+      timed_out = timed_out || absl::StrContains(output, "barrier timed out after 3s waiting for rank 1");
+      if (size == 2) CHECK(absl::StrContains(output, "barrier timed out after 3s waiting for rank 1"));
+      CHECK(took >= absl::Seconds(3) * 0.8);
+    }
+    CHECK(timed_out);
+  }
+}
 
 }  // namespace
 }  // namespace cohort::trainer::collective

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,6 +44,9 @@ struct Args {
   std::string scenario;
   absl::Duration timeout;
 };
+
+// Gloo's ranks ask for this much shared memory (Collective::SharedFloats).
+constexpr size_t kSharedFloats = 4096;
 
 [[noreturn]] void Fail(const std::string& what) {
   std::printf("FAIL %s\n", what.c_str());
@@ -257,6 +261,82 @@ class Scenarios {
     std::printf("ok 64 MiB all-reduce and 40 MiB broadcast\n");
   }
 
+  // Memory every rank maps (gloo between ranks of one machine; none elsewhere): each
+  // rank writes its block, rank 0 late; after SharedBarrier every rank sees every
+  // block. All-reduces run between rounds: they share the segment's barrier words.
+  void Shared() {
+    std::span<float> shared = c_.SharedFloats();
+    if (args_.backend != "gloo") {
+      if (!shared.empty()) Fail("shared memory where the ranks do not share it");
+      absl::Status s = c_.SharedBarrier();
+      if (s.code() != absl::StatusCode::kFailedPrecondition) {
+        Fail("SharedBarrier without shared memory: " + s.ToString());
+      }
+      std::printf("ok shared memory only where ranks share it\n");
+      return;
+    }
+    if (shared.size() != kSharedFloats) Fail(absl::StrCat(shared.size(), " shared floats"));
+    for (float f : shared) {
+      if (f != 0) Fail("shared memory is not zero-filled");
+    }
+    Check(c_.SharedBarrier(), "shared barrier: every rank has checked");
+    constexpr size_t kBlock = kSharedFloats / 4;  // up to 3 ranks
+    for (int round = 1; round <= 3; ++round) {
+      if (args_.rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::fill_n(shared.data() + args_.rank * kBlock, kBlock, static_cast<float>(round * 10 + args_.rank));
+      Check(c_.SharedBarrier(), absl::StrCat("shared barrier ", round));
+      for (int r = 0; r < args_.size; ++r) {
+        for (size_t i = 0; i < kBlock; ++i) {
+          if (shared[r * kBlock + i] != static_cast<float>(round * 10 + r)) {
+            Fail(absl::StrCat("round ", round, ": rank ", r, "'s float ", i, " is ",
+                              shared[r * kBlock + i], " after the barrier"));
+          }
+        }
+      }
+      Check(c_.SharedBarrier(), absl::StrCat("shared barrier ", round, ", every rank has read"));
+      std::vector<float> v = Contribution(1000, 0, round);
+      Check(c_.AllReduce(v.data(), v.size()), "all-reduce between rounds");
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (v[i] != static_cast<float>((RankSum() + args_.size * round) * Pattern(i, 0))) {
+          Fail(absl::StrCat("all-reduce between rounds: element ", i, " is ", v[i]));
+        }
+      }
+    }
+    std::printf("ok shared memory and its barrier\n");
+  }
+
+  // More shared memory asked for than /dev/shm has: none, and the all-reduce still goes
+  // through shared memory.
+  void SharedTooBig() {
+    if (!c_.SharedFloats().empty()) Fail("4 TiB of shared memory");
+    std::vector<float> v = Contribution(70000, 0, 0);
+    Check(c_.AllReduce(v.data(), v.size()), "all-reduce");
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i] != static_cast<float>(RankSum() * Pattern(i, 0))) {
+        Fail(absl::StrCat("all-reduce: element ", i, " is ", v[i]));
+      }
+    }
+    std::printf("ok no shared floats, all-reduce through shared memory\n");
+  }
+
+  // Shared barriers until one fails (a peer was killed or stopped), then an all-reduce.
+  [[noreturn]] void SharedUntilFailure() {
+    for (int i = 0;; ++i) {
+      absl::Status s = c_.SharedBarrier();
+      if (!s.ok()) {
+        std::printf("error: %s\n", s.ToString().c_str());
+        float x = 1;
+        std::printf("after: %s\n", c_.AllReduce(&x, 1).ToString().c_str());
+        std::fflush(stdout);
+        _exit(3);
+      }
+      if (i == 0) {
+        std::printf("running\n");
+        std::fflush(stdout);
+      }
+    }
+  }
+
   // All-reduces until one fails (a peer was killed or stopped), then tries once more.
   [[noreturn]] void UntilFailure() {
     constexpr size_t kCount = 256 << 10;
@@ -305,6 +385,8 @@ int Main(int argc, char** argv) {
     options.size = args.size;
     options.timeout = args.timeout;
     options.shared_memory = args.backend == "gloo";
+    // "shared-too-big": more than any /dev/shm holds (4 TiB).
+    options.shared_floats = args.scenario == "shared-too-big" ? size_t{1} << 40 : kSharedFloats;
     collective = CreateGlooCollective(options, store->get());
   }
 #if COHORT_HAVE_NCCL
@@ -335,6 +417,9 @@ int Main(int argc, char** argv) {
   else if (args.scenario == "async") s.Async();
   else if (args.scenario == "large") s.Large();
   else if (args.scenario == "until-failure") s.UntilFailure();
+  else if (args.scenario == "shared") s.Shared();
+  else if (args.scenario == "shared-too-big") s.SharedTooBig();
+  else if (args.scenario == "shared-until-failure") s.SharedUntilFailure();
   else Fail("unknown scenario " + args.scenario);
   return 0;
 }
