@@ -1,7 +1,8 @@
 """The markdown report of bench/run: machine facts, result tables, targets, all-reduce.
 
 A training result is a dict: system ("floor", "eager", "ddp", "keras_torch",
-"keras_jax", "cohort"), label, allocator, model, batch, ranks, threads, other_load,
+"keras_jax", "cohort", "cohort_replicas": Cohort's ranks with a replica of the model
+each), label, allocator, model, batch, ranks, threads, other_load,
 and either failure (a one-line reason) or samples_per_second, samples, user_s, sys_s
 (the measured window) and max_rss_kb (the largest process's peak resident memory).
 """
@@ -158,6 +159,13 @@ def Targets(args, results):
     rows.append("| (the kernel floor's, for reference) | " + " | ".join(
         Scaling(m, b, "floor").replace(" ✓", "").replace(" ✗", "") for m, b in columns) + " |")
 
+    def SharedModelGain(m, b):
+        c = Best(results, system="cohort", model=m, batch=b, ranks=many)
+        r = Best(results, system="cohort_replicas", model=m, batch=b, ranks=many)
+        return f"{Speed(c) / Speed(r):.2f}x" if c and r else "-"
+    Add(f"({many} x 1: Cohort sharing one model ÷ Cohort with a replica per rank)",
+        SharedModelGain)
+
     def FloorDrift(m, b):
         """How far the machine moved within a setting: the floor runs first and last."""
         drifts = []
@@ -289,8 +297,10 @@ def Report(args, machine, training, all_reduce, notes):
         f"batches {', '.join(map(str, args.batches))}; synthetic data of MNIST's shape, in "
         "memory (peers) or in .npy files (Cohort), the same number of rows (24 MiB, 16 "
         "batches at least) for Cohort and the PyTorch peers.",
-        f"- Settings: 1 rank x {args.threads} threads, 1 rank x 1 thread, "
-        f"{args.ranks} ranks x 1 thread, each confined to as many CPUs as it has threads "
+        "- Settings: "
+        + (f"1 rank x {args.threads} threads, " if args.threads != 1 else "")
+        + f"1 rank x 1 thread, {args.ranks} ranks x 1 thread, each confined to as many CPUs "
+        "as it has threads "
         "in all (sched_setaffinity; every system alike). In each, the kernel floor runs first, then "
         f"every other system {args.rounds} time(s) in rounds (the first in an order that rotates "
         "from setting to setting, each next one reversed), then the floor again; each run for "
@@ -317,7 +327,9 @@ def Report(args, machine, training, all_reduce, notes):
         "- Cohort: `cohort-worker train` on a job with as many epochs as the time needs; "
         "the first is warm-up; samples/s is what the trainer reports for the others; CPU "
         "time is the ranks' from the end of the first epoch to their exit (it includes "
-        "writing the model).",
+        "writing the model). On several ranks the ranks share one copy of the model "
+        "(as they train by default on one machine); \"Cohort, a replica per rank\" is the "
+        "same with `--replica-per-rank` (a replica each, gradients all-reduced).",
         "- user s / sys s: CPU seconds of the measured window, summed over threads and "
         "ranks. peak RSS: the largest process's (per rank) ru_maxrss, shared libraries "
         "included. % of floor: samples/s over the kernel floor's in the same setting (the "

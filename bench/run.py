@@ -14,7 +14,9 @@ system's figure is its fastest run:
     --allocators (as installed, tuned glibc, jemalloc),
   - Keras 3 model.fit on the torch and JAX backends (1 rank; only with --keras-python,
     the virtualenv bench/setup-peers makes),
-  - Cohort's trainer, BUILD/worker/cohort-worker train, 1 or N ranks,
+  - Cohort's trainer, BUILD/worker/cohort-worker train, 1 or N ranks (N ranks: once
+    sharing one copy of the model, as it trains by default, and once with
+    --replica-per-rank, a replica each, to show what sharing gains),
 and then the all-reduce table: Cohort's Gloo all-reduce between 2 processes
 (BUILD/worker/trainer/collective/cohort_collective_bench --json, which also measures
 loopback TCP in the same run; once through shared memory, as ranks of one machine run
@@ -271,7 +273,7 @@ def CohortShape(model, batch, expected_speed, seconds):
     return rows, min(COHORT_MAX_EPOCHS, 1 + measured)
 
 
-def RunCohort(args, model, batch, ranks, threads, expected_speed):
+def RunCohort(args, model, batch, ranks, threads, expected_speed, flags=()):
     rows, epochs = CohortShape(model, batch, expected_speed, args.seconds)
     x_path, y_path = WriteSyntheticData(args.work_dir, model, rows)
     name = f"bench-{model}-{ranks}"
@@ -286,7 +288,7 @@ def RunCohort(args, model, batch, ranks, threads, expected_speed):
                         x_path, y_path, epochs, batch, ranks, args.precision))
     commands = [[args.cohort_worker, "train", job, "--rank", str(r), "--world", str(ranks),
                  "--rendezvous", "file://" + rendezvous, "--out", out,
-                 "--threads", str(threads)]
+                 "--threads", str(threads)] + list(flags)
                 for r in range(ranks)]
 
     reported = []  # rank 0's samples_per_second, per epoch
@@ -360,6 +362,8 @@ def Systems(args, ranks, threads):
         for backend in args.keras_backends:
             systems.append(("keras_" + backend, f"Keras {backend}", "-"))
     systems.append(("cohort", "Cohort", "as built"))
+    if ranks > 1:  # the ranks share one model (shared_replica.h); this is the other way
+        systems.append(("cohort_replicas", "Cohort, a replica per rank", "as built"))
     return systems
 
 
@@ -389,7 +393,8 @@ def RunOne(args, system, allocator, model, batch, ranks, threads, group):
     # the model, exiting) read as sys/user 0.10, against 0.04 in the run sized right.
     speeds = [r["samples_per_second"] for r in group if "samples_per_second" in r]
     expected = max(speeds or [10000.0])
-    return RunCohort(args, model, batch, ranks, threads, expected)
+    flags = ["--replica-per-rank"] if system == "cohort_replicas" else []
+    return RunCohort(args, model, batch, ranks, threads, expected, flags)
 
 
 def Settings(args):
