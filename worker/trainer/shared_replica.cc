@@ -1,7 +1,6 @@
 #include "worker/trainer/shared_replica.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "worker/trainer/collective/sum.h"
