@@ -30,7 +30,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from peer_torch_eager import (AddCommonArguments, Allocator, BuildModel, DataRows,
-                              IntraOpThreads, StepsFor, SyntheticBatches, Train, Window)
+                              IntraOpThreads, StepsFor, SyntheticBatches, Train, WarmUp,
+                              Window)
 
 RANK_TIMEOUT_S = 600
 
@@ -52,17 +53,14 @@ def RunRank(args):
     batches = SyntheticBatches(args.model, args.batch // world, args.seed + rank,
                                DataRows(args) // world)
 
-    window = Window()
-    window.Start()
-    Train(model, optimizer, batches, args.warmup, precision=args.precision)
-    dist.barrier()
-    warmup = window.Stop()
+    warm = WarmUp(model, optimizer, batches, args, sync=dist.barrier)
     steps = args.steps
     if steps is None:  # every rank must run the same count: rank 0's choice
-        choice = torch.tensor([StepsFor(args.seconds, warmup["seconds"], args.warmup)])
+        choice = torch.tensor([StepsFor(args.seconds, *warm)])
         dist.broadcast(choice, 0)
         steps = int(choice.item())
 
+    window = Window()
     window.Start()
     loss = Train(model, optimizer, batches, steps, first_step=args.warmup,
                  precision=args.precision)

@@ -127,6 +127,20 @@ class Window:
         }
 
 
+def WarmUp(model, optimizer, batches, args, sync=lambda: None):
+    """args.warmup untimed steps; returns (seconds, steps) of their second half, from
+    which StepsFor sizes the measured run: the first steps are slow (allocations,
+    oneDNN's kernels), and sized from them the run measured a fraction of --seconds.
+    `sync` ends the timed half (DDP: a barrier)."""
+    half = args.warmup // 2
+    Train(model, optimizer, batches, half, precision=args.precision)
+    start = time.perf_counter()
+    Train(model, optimizer, batches, args.warmup - half, first_step=half,
+          precision=args.precision)
+    sync()
+    return time.perf_counter() - start, args.warmup - half
+
+
 def StepsFor(seconds, warmup_seconds, warmup_steps):
     return max(10, int(seconds * warmup_steps / max(warmup_seconds, 1e-9)))
 
@@ -181,10 +195,8 @@ def main(argv):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     batches = SyntheticBatches(args.model, args.batch, args.seed, DataRows(args))
 
-    warmup_start = time.perf_counter()
-    Train(model, optimizer, batches, args.warmup, precision=args.precision)
-    warmup_seconds = time.perf_counter() - warmup_start
-    steps = args.steps or StepsFor(args.seconds, warmup_seconds, args.warmup)
+    warm = WarmUp(model, optimizer, batches, args)
+    steps = args.steps or StepsFor(args.seconds, *warm)
 
     window = Window()
     window.Start()
