@@ -321,6 +321,7 @@ class Scenarios {
 
   // Shared barriers until one fails (a peer was killed or stopped), then an all-reduce.
   [[noreturn]] void SharedUntilFailure() {
+    auto start = std::chrono::steady_clock::now();
     for (int i = 0;; ++i) {
       absl::Status s = c_.SharedBarrier();
       if (!s.ok()) {
@@ -333,6 +334,9 @@ class Scenarios {
       if (i == 0) {
         std::printf("running\n");
         std::fflush(stdout);
+      }
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(120)) {
+        Fail("no error after 120 s");
       }
     }
   }
