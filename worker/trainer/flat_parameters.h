@@ -7,7 +7,9 @@
 // optimizer updates every variable with a handful of vectorized operations.
 //
 // The variables are laid out in the order given, which the trainer chooses to be the
-// order their gradients arrive in (the reverse of the forward order).
+// order their gradients arrive in (the reverse of the forward order), each starting on
+// a 64-byte line; the padding between them is zero in both buffers. Checkpoints keep
+// the variables back to back (Packed, Unpacked), as before the padding.
 
 #include <cstdint>
 #include <span>
@@ -37,7 +39,14 @@ class FlatParameters {
   torch::Tensor& data() { return data_; }
   torch::Tensor& grad() { return grad_; }
   const std::vector<Slot>& slots() const { return slots_; }
-  int64_t numel() const { return data_.numel(); }
+  int64_t numel() const { return data_.numel(); }  // the padding included
+  // The variables' elements alone (what a checkpoint holds).
+  int64_t packed_numel() const { return packed_numel_; }
+  // `flat` (numel() floats, laid out as data(): the parameters, a gradient, an
+  // optimizer slot) without the padding: packed_numel() floats, the variables back to
+  // back. Unpacked is the reverse, with zero padding.
+  torch::Tensor Packed(const torch::Tensor& flat) const;
+  torch::Tensor Unpacked(const torch::Tensor& packed) const;
 
   void ZeroGrad() { grad_.zero_(); }
   // True when no gradient is NaN or infinite.
@@ -51,6 +60,7 @@ class FlatParameters {
   torch::Tensor data_;
   torch::Tensor grad_;
   std::vector<Slot> slots_;
+  int64_t packed_numel_ = 0;
 };
 
 // Whether `t` is a contiguous float32 tensor on the CPU, and its elements as a span: what

@@ -34,7 +34,7 @@ GradientReducer::GradientReducer(FlatParameters* flat, const std::vector<torch::
       if (!buckets_.empty()) limit = options.bucket_bytes / 4;
       buckets_.push_back({slots[v].offset, 0, 0, 0});
     }
-    buckets_.back().numel += slots[v].numel;
+    buckets_.back().numel = slots[v].offset + slots[v].numel - buckets_.back().offset;
     buckets_.back().variables += 1;
     bucket_of_.push_back(static_cast<int>(buckets_.size()) - 1);
   }

@@ -276,19 +276,20 @@ absl::Status Run::Resume() {
   for (ModelVariable& v : model_->variables()) {
     if (!v.trainable) buffers.push_back(&v);
   }
-  const std::vector<torch::Tensor> slots = optimizer_->State();
+  const size_t slots = optimizer_->State().size();
+  const int64_t parameters = flat_->packed_numel();  // checkpoints hold them packed
   auto fits = [&](const CheckpointState& s) {
-    bool same = s.params.numel() == flat_->numel() && s.buffers.size() == buffers.size() &&
-                s.optimizer.size() == slots.size();
+    bool same = s.params.numel() == parameters && s.buffers.size() == buffers.size() &&
+                s.optimizer.size() == slots;
     for (size_t i = 0; same && i < buffers.size(); ++i) {
       same = s.buffers[i].numel() == buffers[i]->value.numel();
     }
-    for (size_t i = 0; same && i < slots.size(); ++i) same = s.optimizer[i].numel() == slots[i].numel();
+    for (size_t i = 0; same && i < slots; ++i) same = s.optimizer[i].numel() == parameters;
     if (same) return absl::OkStatus();
     return absl::InvalidArgumentError(absl::StrCat(
         "it does not match this model and optimizer (", s.params.numel(), " parameters, ",
         s.optimizer.size(), " optimizer slots, ", s.buffers.size(), " other variables; this run has ",
-        flat_->numel(), ", ", slots.size(), ", ", buffers.size(), ")"));
+        parameters, ", ", slots, ", ", buffers.size(), ")"));
   };
   auto warn = [](const std::string& m) { spdlog::warn("{}", m); };
   absl::StatusOr<std::optional<CheckpointState>> state = LoadLatestCheckpoint(dir, fits, warn);
@@ -299,11 +300,13 @@ absl::Status Run::Resume() {
   }
   CheckpointState& s = **state;
   torch::NoGradGuard no_grad;
-  flat_->data().copy_(s.params);
+  flat_->data().copy_(flat_->Unpacked(s.params));
   for (size_t i = 0; i < buffers.size(); ++i) {
     buffers[i]->value.copy_(s.buffers[i].reshape(buffers[i]->value.sizes()));
   }
-  if (absl::Status st = optimizer_->Restore(s.iterations, s.optimizer); !st.ok()) return st;
+  std::vector<torch::Tensor> optimizer_state;
+  for (const torch::Tensor& t : s.optimizer) optimizer_state.push_back(flat_->Unpacked(t));
+  if (absl::Status st = optimizer_->Restore(s.iterations, optimizer_state); !st.ok()) return st;
   first_epoch_ = s.epochs_done;
   history_ = s.history;
   spdlog::info("resumed from the checkpoint after epoch {}", s.epochs_done);
@@ -498,8 +501,8 @@ absl::Status Run::Checkpoint(int epochs_done) {
   s.epochs_done = epochs_done;
   s.iterations = optimizer_->iterations();
   s.history = history_;
-  s.params = flat_->data();
-  s.optimizer = optimizer_->State();
+  s.params = flat_->Packed(flat_->data());
+  for (const torch::Tensor& t : optimizer_->State()) s.optimizer.push_back(flat_->Packed(t));
   for (const ModelVariable& v : model_->variables()) {
     if (!v.trainable) s.buffers.push_back(v.value);
   }

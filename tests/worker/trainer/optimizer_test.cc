@@ -2,6 +2,7 @@
 // run it (shared_replica.h): the parts' updates together are the whole update, bit for
 // bit, for every optimizer whose update reads only its own range.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -112,6 +113,36 @@ TEST_CASE("clipping by norm needs every gradient: no update by parts", "[optimiz
                       Catch::Contains("clipping by norm updates every parameter at once"));
     optimizer.Step(*m.flat, {.begin = 0, .end = -1});  // the whole range is fine
   }
+}
+
+TEST_CASE("FlatParameters: every variable on a 64-byte line, packed for checkpoints",
+          "[optimizer]") {
+  torch::manual_seed(3);
+  torch::Tensor a = torch::randn({40, 25}).requires_grad_(true);
+  torch::Tensor b = torch::randn({37}).requires_grad_(true);
+  torch::Tensor c = torch::randn({5}).requires_grad_(true);
+  const torch::Tensor values = torch::cat({a.detach().reshape({-1}), b.detach(), c.detach()});
+  FlatParameters flat({&a, &b, &c});
+
+  REQUIRE(flat.slots().size() == 3);
+  CHECK(flat.slots()[0].offset == 0);
+  CHECK(flat.slots()[1].offset == 1008);  // 1000 rounded up to 16 floats
+  CHECK(flat.slots()[2].offset == 1056);  // 1008 + 37 rounded up
+  CHECK(flat.numel() == 1061);
+  CHECK(flat.packed_numel() == 1042);
+  for (torch::Tensor* v : {&a, &b, &c}) {
+    CHECK(reinterpret_cast<uintptr_t>(v->data_ptr<float>()) % 64 == 0);
+    CHECK(reinterpret_cast<uintptr_t>(v->grad().data_ptr<float>()) % 64 == 0);
+  }
+  // The variables kept their values; the padding is zero in both buffers.
+  const torch::Tensor packed = flat.Packed(flat.data());
+  CHECK(torch::equal(packed, values));
+  CHECK(flat.data().abs().sum().item<float>() == Approx(values.abs().sum().item<float>()));
+  CHECK(flat.grad().abs().sum().item<float>() == 0.0f);
+  // Unpacked puts every variable back where it lives, with zero padding.
+  CHECK(torch::equal(flat.Unpacked(packed), flat.data()));
+  CHECK_THROWS(flat.Unpacked(values.narrow(0, 0, 1041)));
+  CHECK_THROWS(flat.Packed(values));
 }
 
 }  // namespace
