@@ -24,6 +24,7 @@ FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables)
     total += v->numel();
     packed_numel_ += v->numel();
   }
+  total = Aligned(total);  // buffers laid end to end (the optimizer's slots) stay aligned
   torch::Device device = variables.empty() ? torch::Device(torch::kCPU) : variables[0]->device();
   auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   // Zeros: the padding between variables stays zero (a zero gradient updates nothing).
