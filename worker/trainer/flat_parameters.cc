@@ -8,7 +8,7 @@ namespace {
 
 // Every variable starts on a 64-byte line: a matrix product reads a misaligned operand
 // with loads split across two lines (the mlp's first layer at 40 bytes off: its forward
-// product 11-17% slower in bench/kernel_floor).
+// product 10-17% slower in bench/kernel_floor).
 constexpr int64_t kAlignFloats = 16;
 
 int64_t Aligned(int64_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
@@ -22,7 +22,6 @@ FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables)
     total = Aligned(total);
     slots_.push_back({total, v->numel()});
     total += v->numel();
-    packed_numel_ += v->numel();
   }
   total = Aligned(total);  // buffers laid end to end (the optimizer's slots) stay aligned
   torch::Device device = variables.empty() ? torch::Device(torch::kCPU) : variables[0]->device();
@@ -58,6 +57,12 @@ void FlatParameters::PointVariables() {
   }
 }
 
+int64_t FlatParameters::packed_numel() const {
+  int64_t n = 0;
+  for (const Slot& s : slots_) n += s.numel;
+  return n;
+}
+
 torch::Tensor FlatParameters::Packed(const torch::Tensor& flat) const {
   TORCH_CHECK(flat.numel() == numel(), "Packed: ", flat.numel(), " floats, not ", numel());
   std::vector<torch::Tensor> parts;
@@ -66,8 +71,8 @@ torch::Tensor FlatParameters::Packed(const torch::Tensor& flat) const {
 }
 
 torch::Tensor FlatParameters::Unpacked(const torch::Tensor& packed) const {
-  TORCH_CHECK(packed.numel() == packed_numel_, "Unpacked: ", packed.numel(), " floats, not ",
-              packed_numel_);
+  TORCH_CHECK(packed.numel() == packed_numel(), "Unpacked: ", packed.numel(), " floats, not ",
+              packed_numel());
   torch::Tensor flat = torch::zeros({numel()}, data_.options());
   torch::Tensor from = packed.reshape({-1}).to(data_.options());
   int64_t at = 0;

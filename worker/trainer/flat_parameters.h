@@ -41,7 +41,7 @@ class FlatParameters {
   const std::vector<Slot>& slots() const { return slots_; }
   int64_t numel() const { return data_.numel(); }  // the padding included
   // The variables' elements alone (what a checkpoint holds).
-  int64_t packed_numel() const { return packed_numel_; }
+  int64_t packed_numel() const;
   // `flat` (numel() floats, laid out as data(): the parameters, a gradient, an
   // optimizer slot) without the padding: packed_numel() floats, the variables back to
   // back. Unpacked is the reverse, with zero padding.
@@ -60,7 +60,6 @@ class FlatParameters {
   torch::Tensor data_;
   torch::Tensor grad_;
   std::vector<Slot> slots_;
-  int64_t packed_numel_ = 0;
 };
 
 // Whether `t` is a contiguous float32 tensor on the CPU, and its elements as a span: what
