@@ -18,7 +18,9 @@
 // (in, out) as Keras stores them; convolution activations are channels-last in memory,
 // by default, as Cohort's trainer keeps them; --layout nchw for PyTorch's default).
 // A benchmark, not a part of Cohort: it includes LibTorch headers, and of Cohort links
-// only the torch-free loops the trainer computes with (gemm.h, cpu_kernels.h).
+// only the torch-free loops the trainer computes with (gemm.h, cpu_kernels.h) and the
+// trainer's allocator (allocator.h), so that its blocks of 1 MiB and more lie on the
+// same pages as the trainer's (2 MiB aligned, huge pages where the kernel gives them).
 
 #include <sys/resource.h>
 
@@ -33,6 +35,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include "worker/trainer/allocator.h"
 #include "worker/trainer/cpu_kernels.h"
 #include "worker/trainer/gemm.h"
 
@@ -154,6 +157,7 @@ int main(int argc, char** argv) {
                          "[--threads N] [--seconds S] [--warmup STEPS] [--layout nchw|nhwc]\n");
     return 2;
   }
+  cohort::trainer::CacheLargeCpuBlocks();  // before the first allocation, as the trainer
   at::set_num_threads(threads);
   std::vector<Kernel> kernels;
   if (!Build(model, batch, channels_last, kernels)) {

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <mutex>
@@ -20,6 +21,29 @@ constexpr size_t kRounding = size_t{2} << 20;
 
 // The context of every DataPtr is its data pointer, as LibTorch's raw_allocate and
 // raw_deallocate (which oneDNN's convolutions use) require.
+// A fresh block of `size` bytes (a multiple of kRounding) that starts on a 2 MiB
+// boundary, with the whole 2 MiB pages of its first `used` bytes marked for transparent
+// huge pages; nullptr when the kernel has no memory for it. Only those pages: a huge page
+// is resident whole once touched, so marking the rest of a block the request does not
+// fill would add to the peak RSS. Where the kernel has no transparent huge pages (or
+// they are off) madvise fails and the block keeps its 4 KiB pages.
+void* MapBlock(size_t size, size_t used) {
+  // Mapped kRounding longer, then trimmed to the boundary inside it.
+  void* mapped = mmap(nullptr, size + kRounding, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mapped == MAP_FAILED) return nullptr;
+  char* raw = static_cast<char*>(mapped);
+  const uintptr_t address = reinterpret_cast<uintptr_t>(raw);
+  char* begin = raw + (kRounding - address % kRounding) % kRounding;
+  if (begin > raw) munmap(raw, begin - raw);
+  char* end = begin + size;
+  if (raw + size + kRounding > end) munmap(end, raw + size + kRounding - end);
+  if (const size_t whole = used / kRounding * kRounding; whole > 0) {
+    madvise(begin, whole, MADV_HUGEPAGE);
+  }
+  return begin;
+}
+
 class LargeBlockCache final : public c10::Allocator {
  public:
   explicit LargeBlockCache(c10::Allocator* fallback) : fallback_(fallback) {}
@@ -53,8 +77,8 @@ class LargeBlockCache final : public c10::Allocator {
         stats_.cached -= largest->first;
         if (largest->second.empty()) free_.erase(largest);
       }
-      data = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      TORCH_CHECK(data != MAP_FAILED, "out of memory: mapping ", size, " bytes failed");
+      data = MapBlock(size, n);
+      TORCH_CHECK(data != nullptr, "out of memory: mapping ", size, " bytes failed");
     }
     stats_.in_use += size;
     stats_.high_water = std::max(stats_.high_water, stats_.in_use);

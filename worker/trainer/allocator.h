@@ -20,6 +20,13 @@
 // repeats the last one's allocations maps nothing. The cnn at 1024 rows now peaks at
 // 631-634 MiB in every environment tried, its sys time unchanged. Smaller blocks go to
 // LibTorch's default allocator as before. Call once, before training allocates.
+//
+// Each block starts on a 2 MiB boundary and the whole 2 MiB pages of the request that
+// mapped it are marked for transparent huge pages (MADV_HUGEPAGE; this kernel's THP
+// mode is "madvise"): a step's activations, gathered batch and flat buffers come to
+// tens of MiB, past what the TLB covers in 4 KiB pages (docs/benchmarks.md, "Huge
+// pages for the large blocks"). Not the partial page at a block's end: a huge page is
+// resident whole, so the peak RSS is what it was.
 
 #include <cstddef>
 

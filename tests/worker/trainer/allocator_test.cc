@@ -3,8 +3,13 @@
 
 #include "worker/trainer/allocator.h"
 
+#include <cinttypes>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include <c10/core/CPUAllocator.h>
 #include <catch2/catch.hpp>
@@ -105,6 +110,55 @@ TEST_CASE("Kept blocks go back, largest first, before a fresh block would pass t
     RequireBounded();
   }
   held.clear();
+  RequireBounded();
+}
+
+// The transparent-huge-page mode in force ("always", "madvise" or "never"), or "" where
+// the kernel has none.
+std::string ThpMode() {
+  std::ifstream f("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(f, line);
+  const size_t open = line.find('['), close = line.find(']');
+  return open == std::string::npos || close == std::string::npos
+             ? ""
+             : line.substr(open + 1, close - open - 1);
+}
+
+// The "THPeligible" field of the mapping in /proc/self/smaps that holds `address`: 1
+// when the kernel may back it with huge pages; -1 when there is no such line.
+int ThpEligible(const void* address) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(address);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &begin, &end) == 2 &&
+        line.find(':') > line.find('-')) {
+      inside = begin <= a && a < end;
+    } else if (inside && line.rfind("THPeligible:", 0) == 0) {
+      return std::atoi(line.c_str() + std::strlen("THPeligible:"));
+    }
+  }
+  return -1;
+}
+
+TEST_CASE("Large blocks start on 2 MiB boundaries, their whole 2 MiB pages marked for huge pages") {
+  c10::Allocator& cache = Cache();
+  // A size no earlier case kept, so the block is fresh: 5 MiB, two whole huge pages and
+  // a partial one.
+  c10::DataPtr block = cache.allocate(5 * kMiB);
+  Fill(block, 5 * kMiB);
+  const char* begin = static_cast<const char*>(block.get());
+  REQUIRE(reinterpret_cast<uintptr_t>(begin) % (2 * kMiB) == 0);
+  const std::string mode = ThpMode();
+  INFO("transparent huge pages: '" << mode << "'");
+  if (mode == "madvise" || mode == "always") {
+    CHECK(ThpEligible(begin) == 1);
+    CHECK(ThpEligible(begin + 4 * kMiB - 1) == 1);
+    if (mode == "madvise") CHECK(ThpEligible(begin + 4 * kMiB) == 0);  // the partial page
+  }
   RequireBounded();
 }
 
