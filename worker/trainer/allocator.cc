@@ -19,8 +19,6 @@ namespace {
 
 constexpr size_t kRounding = size_t{2} << 20;
 
-// The context of every DataPtr is its data pointer, as LibTorch's raw_allocate and
-// raw_deallocate (which oneDNN's convolutions use) require.
 // A fresh block of `size` bytes (a multiple of kRounding) that starts on a 2 MiB
 // boundary, with the whole 2 MiB pages of its first `used` bytes marked for transparent
 // huge pages; nullptr when the kernel has no memory for it. Only those pages: a huge page
@@ -44,6 +42,8 @@ void* MapBlock(size_t size, size_t used) {
   return begin;
 }
 
+// The context of every DataPtr is its data pointer, as LibTorch's raw_allocate and
+// raw_deallocate (which oneDNN's convolutions use) require.
 class LargeBlockCache final : public c10::Allocator {
  public:
   explicit LargeBlockCache(c10::Allocator* fallback) : fallback_(fallback) {}

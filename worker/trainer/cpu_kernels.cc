@@ -229,9 +229,16 @@ void AddRelu(const float* a, const float* b, size_t count, bool relu, float* sum
   });
 }
 
+namespace {
+
+// ReluBackwardColumnSums sums rows in blocks of this many: each block's column sums in
+// row order, then the blocks' sums in block order, so the bits do not depend on the
+// number of threads.
+constexpr int64_t kColumnSumRows = 64;
+
 COHORT_CPU_CLONES
-void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
-                            float* column_sums) {
+void ReluBackwardColumnSumsBlock(float* gradient, const float* output, int64_t rows,
+                                 int64_t columns, float* column_sums) {
   if (column_sums != nullptr) std::fill(column_sums, column_sums + columns, 0.0f);
   for (int64_t r = 0; r < rows; ++r) {
     float* __restrict g = gradient + r * columns;
@@ -244,6 +251,44 @@ void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, 
       for (int64_t c = 0; c < columns; ++c) s[c] += g[c];
     }
   }
+}
+
+COHORT_CPU_CLONES
+void AddColumns(float* __restrict sum, const float* __restrict add, int64_t columns) {
+  for (int64_t c = 0; c < columns; ++c) sum[c] += add[c];
+}
+
+}  // namespace
+
+void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
+                            float* column_sums) {
+  const int64_t blocks = (rows + kColumnSumRows - 1) / kColumnSumRows;
+  if (blocks <= 1) {
+    ReluBackwardColumnSumsBlock(gradient, output, rows, columns, column_sums);
+    return;
+  }
+  // The blocks' sums; the calling thread's own buffer, so a step allocates nothing.
+  // (Named through `sums` in the slices: inside them `partial` would be each OpenMP
+  // thread's own.)
+  thread_local std::vector<float> partial;
+  float* sums = nullptr;
+  if (column_sums != nullptr) {
+    partial.resize(static_cast<size_t>(blocks * columns));
+    sums = partial.data();
+  }
+  ParallelSlices(static_cast<size_t>(blocks), 1, MinRows(kColumnSumRows * columns),
+                 [&](size_t begin, size_t end) {
+    for (size_t b = begin; b < end; ++b) {
+      const int64_t first = static_cast<int64_t>(b) * kColumnSumRows;
+      ReluBackwardColumnSumsBlock(
+          gradient + first * columns, output != nullptr ? output + first * columns : nullptr,
+          std::min(kColumnSumRows, rows - first), columns,
+          sums != nullptr ? sums + static_cast<int64_t>(b) * columns : nullptr);
+    }
+  });
+  if (column_sums == nullptr) return;
+  std::copy(sums, sums + columns, column_sums);
+  for (int64_t b = 1; b < blocks; ++b) AddColumns(column_sums, sums + b * columns, columns);
 }
 
 namespace {

@@ -69,13 +69,15 @@ void AddRelu(const float* a, const float* b, size_t count, bool relu, float* sum
 
 // Its backward, in one pass: gradient = 0 where output <= 0 when `output` is not null
 // (the rectifier's derivative from its output, as LibTorch's threshold_backward), then
-// column_sums = the gradient summed over rows (the bias' gradient) when not null.
+// column_sums = the gradient summed over rows (the bias' gradient) when not null: the
+// rows in blocks of 64, each block in row order, then the blocks in order (the same
+// bits on any number of threads).
 void ReluBackwardColumnSums(float* gradient, const float* output, int64_t rows, int64_t columns,
                             float* column_sums);
 // AddBiasRelu splits large blocks by rows across the OpenMP threads as AllFinite (mlp
-// 1024, 1 x 2: forward 1.29-1.46 -> 1.23-1.27 ms). ReluBackwardColumnSums runs on the
-// calling thread: split by columns (so that each column is still summed in row order)
-// it made the backward slower, 1.51-1.73 -> 1.61-1.73 ms.
+// 1024, 1 x 2: forward 1.29-1.46 -> 1.23-1.27 ms). ReluBackwardColumnSums splits its
+// blocks of rows across them (split by columns instead, so that each column was
+// summed in row order, it made the backward slower, 1.51-1.73 -> 1.61-1.73 ms).
 
 // MaxPooling2D over channels-last (N, H, W, C) blocks, LibTorch's max_pool2d as it runs
 // on them (measured on the cnn's first block, 128 x 26 x 26 x 32, one thread: relu 0.9,

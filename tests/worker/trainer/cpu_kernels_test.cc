@@ -127,7 +127,10 @@ TEST_CASE("the Dense and Add layers' passes give the formula's bits on any numbe
     for (float& x : bias) x = normal(rng);
     output[5] = std::numeric_limits<float>::quiet_NaN();  // stays NaN through the rectifier
     // The formulas, one element at a time.
-    std::vector<float> activated = start, masked = start, sums(columns, 0.0f);
+    // The bias gradient: rows summed in blocks of 64 (each in row order), then the
+    // blocks' sums in order.
+    std::vector<float> activated = start, masked = start, sums(columns, 0.0f),
+                       block_sums(columns, 0.0f);
     std::vector<float> added(rows * columns), rectified(rows * columns);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < columns; ++c) {
@@ -138,7 +141,11 @@ TEST_CASE("the Dense and Add layers' passes give the formula's bits on any numbe
         a = std::max(a + bias[c], 0.0f);
         float& g = masked[r * columns + c];
         if (output[r * columns + c] <= 0.0f) g = 0.0f;
-        sums[c] += g;
+        block_sums[c] += g;
+      }
+      if (r % 64 == 63 || r + 1 == rows) {
+        for (int64_t c = 0; c < columns; ++c) sums[c] = r < 64 ? block_sums[c] : sums[c] + block_sums[c];
+        std::fill(block_sums.begin(), block_sums.end(), 0.0f);
       }
     }
     for (int threads : {1, 2, 3}) {
