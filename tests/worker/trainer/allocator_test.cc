@@ -146,18 +146,19 @@ int ThpEligible(const void* address) {
 
 TEST_CASE("Large blocks start on 2 MiB boundaries, their whole 2 MiB pages marked for huge pages") {
   c10::Allocator& cache = Cache();
-  // A size no earlier case kept, so the block is fresh: 5 MiB, two whole huge pages and
-  // a partial one.
-  c10::DataPtr block = cache.allocate(5 * kMiB);
-  Fill(block, 5 * kMiB);
+  // Larger than any block ever in use, so that no kept block fits and this one is mapped
+  // for it: whole 2 MiB pages, then half of one.
+  const size_t whole = (LargeCpuBlockStats().high_water / (2 * kMiB) + 2) * 2 * kMiB;
+  c10::DataPtr block = cache.allocate(whole + kMiB);
   const char* begin = static_cast<const char*>(block.get());
+  std::memset(block.get(), 0x5a, 4096);
   REQUIRE(reinterpret_cast<uintptr_t>(begin) % (2 * kMiB) == 0);
   const std::string mode = ThpMode();
   INFO("transparent huge pages: '" << mode << "'");
   if (mode == "madvise" || mode == "always") {
     CHECK(ThpEligible(begin) == 1);
-    CHECK(ThpEligible(begin + 4 * kMiB - 1) == 1);
-    if (mode == "madvise") CHECK(ThpEligible(begin + 4 * kMiB) == 0);  // the partial page
+    CHECK(ThpEligible(begin + whole - 1) == 1);
+    if (mode == "madvise") CHECK(ThpEligible(begin + whole) == 0);  // the partial page
   }
   RequireBounded();
 }
