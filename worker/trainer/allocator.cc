@@ -34,8 +34,7 @@ void* MapBlock(size_t size, size_t used) {
   const uintptr_t address = reinterpret_cast<uintptr_t>(raw);
   char* begin = raw + (kRounding - address % kRounding) % kRounding;
   if (begin > raw) munmap(raw, begin - raw);
-  char* end = begin + size;
-  if (raw + size + kRounding > end) munmap(end, raw + size + kRounding - end);
+  munmap(begin + size, raw + kRounding - begin);  // never empty: begin < raw + kRounding
   if (const size_t whole = used / kRounding * kRounding; whole > 0) {
     madvise(begin, whole, MADV_HUGEPAGE);
   }

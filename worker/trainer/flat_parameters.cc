@@ -4,26 +4,15 @@
 
 namespace cohort::trainer {
 
-namespace {
-
-// Every variable starts on a 64-byte line: a matrix product reads a misaligned operand
-// with loads split across two lines (the mlp's first layer at 40 bytes off: its forward
-// product 10-17% slower in bench/kernel_floor).
-constexpr int64_t kAlignFloats = 16;
-
-int64_t Aligned(int64_t n) { return (n + kAlignFloats - 1) / kAlignFloats * kAlignFloats; }
-
-}  // namespace
-
 FlatParameters::FlatParameters(const std::vector<torch::Tensor*>& variables)
     : variables_(variables) {
   int64_t total = 0;
   for (torch::Tensor* v : variables) {
-    total = Aligned(total);
+    total = LineRoundUp(total);
     slots_.push_back({total, v->numel()});
     total += v->numel();
   }
-  total = Aligned(total);  // buffers laid end to end (the optimizer's slots) stay aligned
+  total = LineRoundUp(total);  // buffers laid end to end (the optimizer's slots) stay aligned
   torch::Device device = variables.empty() ? torch::Device(torch::kCPU) : variables[0]->device();
   auto options = torch::TensorOptions().dtype(torch::kFloat32).device(device);
   // Zeros: the padding between variables stays zero (a zero gradient updates nothing).

@@ -9,18 +9,14 @@
 namespace cohort::trainer {
 namespace {
 
-constexpr int64_t kLine = 16;  // floats in a cache line: ranges and buffers start on one
-
-int64_t RoundUp(int64_t n) { return (n + kLine - 1) / kLine * kLine; }
-
 // The shared floats, in order: a flag per rank (a line each), the parameters, the
 // optimizer's slots, each rank's gradients.
 struct Layout {
   Layout(int64_t parameters, int optimizer_slots, int ranks)
-      : params(kLine * ranks),
-        slots(params + RoundUp(parameters)),
-        gradients(slots + RoundUp(parameters * optimizer_slots)),
-        gradient_stride(RoundUp(parameters)),
+      : params(kLineFloats * ranks),
+        slots(params + LineRoundUp(parameters)),
+        gradients(slots + LineRoundUp(parameters * optimizer_slots)),
+        gradient_stride(LineRoundUp(parameters)),
         total(gradients + gradient_stride * ranks) {}
   int64_t params, slots, gradients, gradient_stride, total;
 };
@@ -61,7 +57,7 @@ absl::StatusOr<std::unique_ptr<SharedReplica>> SharedReplica::Create(
     r->gradients_.push_back(base + layout.gradients + layout.gradient_stride * k);
   }
   auto boundary = [&](int k) {
-    return k == r->size_ ? n : std::min(n, RoundUp(n * k / r->size_));
+    return k == r->size_ ? n : std::min(n, LineRoundUp(n * k / r->size_));
   };
   r->begin_ = boundary(r->rank_);
   r->end_ = boundary(r->rank_ + 1);
@@ -77,10 +73,10 @@ absl::StatusOr<bool> SharedReplica::ReduceGradients(bool loss_finite) {
   for (int k = 0; k < size_; ++k) {
     if (k != rank_) collective::AddInto(mine, gradients_[k] + begin_, len);
   }
-  flags_[kLine * rank_] = loss_finite && AllFinite({mine, len}) ? 1.0f : 0.0f;
+  flags_[kLineFloats * rank_] = loss_finite && AllFinite({mine, len}) ? 1.0f : 0.0f;
   if (absl::Status s = collective_->SharedBarrier(); !s.ok()) return s;  // every flag written
   for (int k = 0; k < size_; ++k) {
-    if (flags_[kLine * k] != 1.0f) return false;
+    if (flags_[kLineFloats * k] != 1.0f) return false;
   }
   return true;
 }
